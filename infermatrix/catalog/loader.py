@@ -1,0 +1,219 @@
+"""Load the catalog tree into typed objects, collecting every problem with its file and line.
+
+Layout (relative to the catalog root, normally the repository):
+    matrix/hardware.yaml, matrix/models.yaml, matrix/workloads.yaml, matrix/sweeps/*.yaml,
+    runners/fleets.yaml, benchmarks/<model>/<name>.yaml (one recipe per file).
+A recipe's id is its path under benchmarks/ without the suffix: ``llama-3.1-70b/h200-vllm-fp8``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .schema import (
+    Fleet,
+    FleetsFile,
+    Hardware,
+    HardwareFile,
+    Model,
+    ModelsFile,
+    Recipe,
+    Sweep,
+    Workload,
+    WorkloadsFile,
+)
+from .yamlsrc import CatalogError, Loc, Problem, SourceDoc, load_yaml
+
+HARDWARE_FILE = Path("matrix/hardware.yaml")
+MODELS_FILE = Path("matrix/models.yaml")
+WORKLOADS_FILE = Path("matrix/workloads.yaml")
+SWEEPS_DIR = Path("matrix/sweeps")
+FLEETS_FILE = Path("runners/fleets.yaml")
+RECIPES_DIR = Path("benchmarks")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an entry was defined, so cross-file checks can point at the right line."""
+
+    doc: SourceDoc
+    prefix: Loc = ()
+
+    def problem(self, loc: Loc, message: str) -> Problem:
+        return self.doc.problem((*self.prefix, *loc), message)
+
+
+@dataclass
+class Catalog:
+    root: Path
+    hardware: dict[str, Hardware] = field(default_factory=dict)
+    models: dict[str, Model] = field(default_factory=dict)
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    fleets: dict[str, Fleet] = field(default_factory=dict)
+    recipes: dict[str, Recipe] = field(default_factory=dict)
+    sweeps: dict[str, Sweep] = field(default_factory=dict)
+    origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
+
+    def origin(self, kind: str, name: str) -> Origin:
+        return self.origins[(kind, name)]
+
+
+def default_root() -> Path:
+    """The catalog root: the current directory if it holds one, else this checkout."""
+    cwd = Path.cwd()
+    if (cwd / HARDWARE_FILE).is_file():
+        return cwd
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / HARDWARE_FILE).is_file():
+        return checkout
+    return cwd
+
+
+def _validation_problems(doc: SourceDoc, exc: ValidationError, prefix: Loc = ()) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        # pydantic adds the name of a failing union/literal member or "[key]" for dict keys
+        loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif err["type"] == "missing":
+            msg = "field required"
+        msg = msg.removeprefix("Value error, ")
+        problems.append(doc.problem((*prefix, *loc), msg))
+    return problems
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _load_mapping(
+    path: Path, root: Path, adapter: TypeAdapter[Any], kind: str, cat: Catalog,
+    target: dict[str, Any], problems: list[Problem],
+) -> None:
+    try:
+        doc = load_yaml(path, _display(path, root))
+    except CatalogError as exc:
+        problems.extend(exc.problems)
+        return
+    if not isinstance(doc.data, dict):
+        problems.append(doc.problem((), f"expected a mapping of {kind} name -> entry"))
+        return
+    try:
+        entries = adapter.validate_python(doc.data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, exc))
+        return
+    for name, entry in entries.items():
+        if name in target:
+            problems.append(doc.problem((name,), f"duplicate {kind} name (also in "
+                                        f"{cat.origin(kind, name).doc.path})"))
+            continue
+        target[name] = entry
+        cat.origins[(kind, name)] = Origin(doc, (name,))
+
+
+def _load_one(
+    path: Path, root: Path, model: type[BaseModel], kind: str, name: str, cat: Catalog,
+    target: dict[str, Any], problems: list[Problem],
+) -> None:
+    try:
+        doc = load_yaml(path, _display(path, root))
+    except CatalogError as exc:
+        problems.extend(exc.problems)
+        return
+    if not isinstance(doc.data, dict):
+        problems.append(doc.problem((), f"expected a mapping describing one {kind}"))
+        return
+    try:
+        entry = model.model_validate(doc.data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, exc))
+        return
+    if name in target:
+        problems.append(doc.problem((), f"duplicate {kind} name {name!r} (also in "
+                                    f"{cat.origin(kind, name).doc.path})"))
+        return
+    target[name] = entry
+    cat.origins[(kind, name)] = Origin(doc)
+
+
+def recipe_id(path: Path, recipes_dir: Path) -> str:
+    try:
+        rel = path.resolve().relative_to(recipes_dir.resolve())
+    except ValueError:
+        rel = Path(path.parent.name) / path.name
+    return rel.with_suffix("").as_posix()
+
+
+def classify(path: Path) -> str:
+    """Which kind of catalog file a path holds, from its name and folder."""
+    parts = path.resolve().parts
+    if path.name == "hardware.yaml":
+        return "hardware"
+    if path.name == "models.yaml":
+        return "model"
+    if path.name == "workloads.yaml":
+        return "workload"
+    if path.name == "fleets.yaml":
+        return "fleet"
+    if len(parts) >= 2 and parts[-2] == "sweeps":
+        return "sweep"
+    return "recipe"
+
+
+def _yaml_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.rglob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+
+
+def catalog_files(root: Path) -> list[Path]:
+    files = [root / HARDWARE_FILE, root / MODELS_FILE, root / WORKLOADS_FILE, root / FLEETS_FILE]
+    return [f for f in files if f.is_file()] + _yaml_files(root / SWEEPS_DIR) + _yaml_files(
+        root / RECIPES_DIR
+    )
+
+
+def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) -> Catalog:
+    """Load and cross-validate a catalog; raise CatalogError listing every problem found.
+
+    ``files`` overrides the file set (each file's kind comes from its name and folder);
+    by default every catalog file under ``root`` is read.
+    """
+    from .validate import cross_validate  # validate imports Catalog from here
+
+    root = (root or default_root()).resolve()
+    cat = Catalog(root=root)
+    problems: list[Problem] = []
+    paths = list(files) if files is not None else catalog_files(root)
+    adapters = {
+        "hardware": (TypeAdapter(HardwareFile), cat.hardware),
+        "model": (TypeAdapter(ModelsFile), cat.models),
+        "workload": (TypeAdapter(WorkloadsFile), cat.workloads),
+        "fleet": (TypeAdapter(FleetsFile), cat.fleets),
+    }
+    for path in paths:
+        kind = classify(path)
+        if kind in adapters:
+            adapter, target = adapters[kind]
+            _load_mapping(path, root, adapter, kind, cat, target, problems)
+        elif kind == "sweep":
+            _load_one(path, root, Sweep, "sweep", path.stem, cat, cat.sweeps, problems)
+        else:
+            rid = recipe_id(path, root / RECIPES_DIR)
+            _load_one(path, root, Recipe, "recipe", rid, cat, cat.recipes, problems)
+    problems.extend(cross_validate(cat))
+    if problems:
+        raise CatalogError(problems)
+    return cat

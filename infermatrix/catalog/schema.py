@@ -1,0 +1,339 @@
+"""The catalog's typed schema: hardware, models, recipes, workloads, sweeps and fleets.
+
+Every model forbids unknown keys, so a typo in a YAML file is an error, not a silent default.
+Cross-file checks (references resolve, parallelism fits the hardware) live in validate.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
+PositiveInt = Annotated[int, Field(ge=1)]
+Dtype = Literal["bf16", "fp16", "fp8", "fp4", "int8"]
+
+# Precision name -> (dtype the matmuls run in, bytes per weight parameter incl. block scales).
+PRECISIONS: dict[str, tuple[str, float]] = {
+    "bf16": ("bf16", 2.0),
+    "fp16": ("fp16", 2.0),
+    "fp8": ("fp8", 1.0),
+    "nvfp4": ("fp4", 0.5625),  # 4-bit values + one fp8 scale per 16
+    "mxfp4": ("fp4", 0.53125),  # 4-bit values + one e8m0 scale per 32
+    "fp4": ("fp4", 0.5625),
+    "w8a8-int8": ("int8", 1.0),
+    "w4a8": ("int8", 0.5625),
+}
+Precision = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "fp4", "w8a8-int8", "w4a8"]
+
+# A value that may follow a command-line flag or sit in an engine config file.
+Scalar = str | int | float | bool
+ArgValue = Scalar | list[Any] | dict[str, Any] | None
+
+PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- hardware, models
+
+
+class Hardware(Strict):
+    """One accelerator as a performance model needs it. Figures are per GPU (or NPU die)."""
+
+    vendor: Literal["nvidia", "amd", "huawei", "cpu"]
+    display_name: str
+    memory_gb: Annotated[float, Field(gt=0)]
+    hbm_tbps: Annotated[float, Field(gt=0)]
+    tflops: dict[Dtype, Annotated[float, Field(gt=0)]]
+    gpus_per_node: PositiveInt
+    scale_up_domain: PositiveInt = Field(
+        description="GPUs that share the scale-up fabric (8 on an HGX node, 72 on an NVL72 rack)"
+    )
+    scale_up_gbps: Annotated[float, Field(gt=0)] = Field(
+        description="per-GPU unidirectional scale-up bandwidth, GB/s"
+    )
+    tdp_w: Annotated[float, Field(gt=0)]
+    usd_per_gpu_hour: Annotated[float, Field(gt=0)]
+
+    @field_validator("tflops")
+    @classmethod
+    def _has_bf16(cls, v: dict[str, float]) -> dict[str, float]:
+        if "bf16" not in v and "fp16" not in v:
+            raise ValueError("must give at least bf16 (or fp16) TFLOP/s")
+        return v
+
+
+class Model(Strict):
+    """What a performance model and a launcher need to know about one model."""
+
+    hf_id: str
+    display_name: str
+    total_params_b: Annotated[float, Field(gt=0)]
+    active_params_b: Annotated[float, Field(gt=0)]
+    layers: PositiveInt
+    hidden_size: PositiveInt
+    attention_heads: PositiveInt
+    kv_heads: PositiveInt
+    attention: Literal["mha", "gqa", "mla", "mla-sparse", "gqa-sliding"]
+    kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
+        description="KV-cache bytes per token summed over all layers, per KV dtype"
+    )
+    max_context: PositiveInt
+    moe_experts: int = 0
+    moe_active_experts: int = 0
+
+    @model_validator(mode="after")
+    def _active_le_total(self) -> Model:
+        if self.active_params_b > self.total_params_b:
+            raise ValueError("active_params_b cannot exceed total_params_b")
+        if self.attention_heads % self.kv_heads:
+            raise ValueError("attention_heads must be a multiple of kv_heads")
+        return self
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+class Parallel(Strict):
+    """Parallelism of one instance.
+
+    GPUs per instance = tp × pp × (1 if attention_dp else dp): with attention data parallelism
+    (SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp) the dp attention groups
+    live inside the tp group, otherwise each data-parallel replica has its own GPUs.
+    """
+
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    dp: PositiveInt = 1
+    ep: PositiveInt = 1
+    cp: PositiveInt = 1
+    attention_dp: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * (1 if self.attention_dp else self.dp)
+
+    @property
+    def attention_tp(self) -> int:
+        return self.tp // self.dp if self.attention_dp else self.tp
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Parallel:
+        if self.attention_dp and self.tp % self.dp:
+            raise ValueError(f"with attention_dp, tp ({self.tp}) must be divisible by dp ({self.dp})")
+        if self.gpus % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide the instance's {self.gpus} GPUs")
+        return self
+
+
+class Pool(Strict):
+    """A group of identical server instances with one role."""
+
+    role: Literal["both", "prefill", "decode"] = "both"
+    instances: PositiveInt = 1
+    parallel: Parallel = Parallel()
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, Scalar] = Field(default_factory=dict)
+    port: int | None = Field(default=None, ge=1, le=65535)
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.parallel.gpus
+
+
+class Topology(Strict):
+    mode: Literal["aggregated", "disaggregated"] = "aggregated"
+    pools: list[Pool] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _roles_match_mode(self) -> Topology:
+        roles = [p.role for p in self.pools]
+        if self.mode == "aggregated" and set(roles) != {"both"}:
+            raise ValueError("an aggregated topology has only pools of role 'both'")
+        if self.mode == "disaggregated" and sorted(set(roles)) != ["decode", "prefill"]:
+            raise ValueError("a disaggregated topology needs prefill and decode pools, and no 'both'")
+        return self
+
+    def gpus(self, role: str | None = None) -> int:
+        return sum(p.gpus for p in self.pools if role is None or p.role == role)
+
+
+class Engine(Strict):
+    name: Literal["vllm", "sglang", "trtllm"]
+    version: str
+    image: str
+
+
+class Router(Strict):
+    name: Literal["sglang-router", "vllm-router", "trtllm-disaggregated", "dynamo"]
+    policy: str = "round_robin"
+    port: int | None = Field(default=None, ge=1, le=65535)
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class KvTransfer(Strict):
+    backend: Literal["nixl", "mooncake", "ascend", "ucx", "nccl", "lmcache"]
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+
+
+class SpecDecode(Strict):
+    method: Literal["mtp", "eagle", "eagle3", "nextn", "ngram", "draft"]
+    draft_tokens: PositiveInt
+    acceptance_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None, description="expected fraction of draft tokens accepted (used by the sim)"
+    )
+
+
+class Source(Strict):
+    """Where a configuration was published: every recipe names one."""
+
+    document: str
+    submitted_by: str
+    url: str | None = None
+    notes: str | None = None
+
+
+class Recipe(Strict):
+    """A serving configuration: model × hardware × engine × precision × topology."""
+
+    model: Name
+    checkpoint: str | None = Field(
+        default=None, description="weights actually served (HF id or path); default: the model's hf_id"
+    )
+    hardware: Name
+    engine: Engine
+    precision: Precision
+    kv_cache_dtype: Dtype | None = None
+    topology: Topology
+    router: Router | None = None
+    kv_transfer: KvTransfer | None = None
+    spec_decode: SpecDecode | None = None
+    params: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="values for ${NAME} placeholders; MODEL, PORT, HOST and CONC are bound at run time",
+    )
+    max_model_len: PositiveInt | None = None
+    tags: list[str] = Field(default_factory=list)
+    source: Source
+
+    @model_validator(mode="after")
+    def _disaggregated_needs_router(self) -> Recipe:
+        if self.topology.mode == "disaggregated":
+            missing = [n for n, v in (("router", self.router), ("kv_transfer", self.kv_transfer)) if v is None]
+            if missing:
+                raise ValueError(f"a disaggregated topology needs {' and '.join(missing)}")
+        elif sum(p.instances for p in self.topology.pools) > 1 and self.router is None:
+            raise ValueError("more than one instance needs a router in front of them")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        return self.topology.gpus()
+
+    def placeholders(self) -> set[str]:
+        """Every ${NAME} used anywhere in the recipe's args and env."""
+        found: set[str] = set()
+
+        def walk(value: Any) -> None:
+            if isinstance(value, str):
+                found.update(PLACEHOLDER.findall(value))
+            elif isinstance(value, dict):
+                for v in value.values():
+                    walk(v)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v)
+
+        for pool in self.topology.pools:
+            walk(pool.args)
+            walk(pool.env)
+        if self.router:
+            walk(self.router.args)
+        return found
+
+    @property
+    def launch_per_concurrency(self) -> bool:
+        """True when a server flag depends on the concurrency (e.g. --max-num-seqs $CONC)."""
+        return "CONC" in self.placeholders()
+
+
+# --------------------------------------------------------------------------- workloads, sweeps
+
+
+class Workload(Strict):
+    """A traffic shape. Prompt counts scale with concurrency like InferenceMAX (10 × conc)."""
+
+    kind: Literal["fixed"] = "fixed"
+    description: str = ""
+    isl: PositiveInt
+    osl: PositiveInt
+    range_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=1.0, description="lengths drawn uniformly in [range_ratio × L, L]"
+    )
+    prompts_per_concurrency: Annotated[float, Field(gt=0)] = 10
+    min_prompts: PositiveInt = 1
+    warmups_per_concurrency: Annotated[float, Field(ge=0)] = 0
+    ignore_eos: bool = True
+    endpoint: Literal["completions", "chat"] = "completions"
+    flush_cache_between_levels: bool = False
+    max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.05
+
+    def num_prompts(self, concurrency: int) -> int:
+        return max(self.min_prompts, round(self.prompts_per_concurrency * concurrency))
+
+    def num_warmups(self, concurrency: int) -> int:
+        return round(self.warmups_per_concurrency * concurrency)
+
+
+class SweepEntry(Strict):
+    recipes: list[str] = Field(min_length=1, description="recipe ids or globs")
+    workloads: list[Name] = Field(min_length=1)
+    concurrency: list[PositiveInt] = Field(min_length=1)
+    runners: list[str] | None = Field(
+        default=None, description="runner labels; default: the first fleet with the recipe's hardware"
+    )
+
+    @field_validator("concurrency")
+    @classmethod
+    def _unique_sorted(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError("concurrency values must be unique")
+        return sorted(v)
+
+
+class Sweep(Strict):
+    description: str = ""
+    entries: list[SweepEntry] = Field(min_length=1)
+
+
+class Fleet(Strict):
+    """A pool of self-hosted runners that share one label and one kind of cluster."""
+
+    hardware: Name
+    kind: Literal["docker", "slurm", "ssh", "local"]
+    gpus_per_node: PositiveInt
+    nodes: PositiveInt = 1
+    partition: str | None = None
+    account: str | None = None
+    model_cache: str | None = None
+    mounts: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, Scalar] = Field(default_factory=dict)
+    exclude_nodes: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+# File-level wrappers: a mapping of name -> entry, validated as one document.
+HardwareFile = dict[Name, Hardware]
+ModelsFile = dict[Name, Model]
+WorkloadsFile = dict[Name, Workload]
+FleetsFile = dict[Name, Fleet]

@@ -1,0 +1,120 @@
+"""Checks that span files: references resolve, parallelism fits the hardware and the fleets."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+
+from .loader import Catalog
+from .schema import PRECISIONS, Recipe
+from .yamlsrc import Problem
+
+# Weights may use at most this share of a GPU's memory: the rest is KV cache and activations.
+MAX_WEIGHT_MEMORY_SHARE = 0.95
+
+
+def weight_gb_per_gpu(cat: Catalog, recipe: Recipe, gpus: int) -> float:
+    model = cat.models[recipe.model]
+    bytes_per_param = PRECISIONS[recipe.precision][1]
+    return model.total_params_b * bytes_per_param / gpus
+
+
+def _recipe_problems(cat: Catalog, rid: str, recipe: Recipe) -> list[Problem]:
+    origin = cat.origin("recipe", rid)
+    out: list[Problem] = []
+    if recipe.model not in cat.models:
+        out.append(origin.problem(("model",), f"unknown model {recipe.model!r} (see matrix/models.yaml)"))
+    hw = cat.hardware.get(recipe.hardware)
+    if hw is None:
+        out.append(origin.problem(("hardware",), f"unknown hardware {recipe.hardware!r} "
+                                  "(see matrix/hardware.yaml)"))
+    if out:
+        return out
+    model = cat.models[recipe.model]
+    dtype = PRECISIONS[recipe.precision][0]
+    if dtype not in hw.tflops:
+        out.append(origin.problem(("precision",), f"{recipe.hardware} has no {dtype} compute "
+                                  f"for precision {recipe.precision!r}"))
+    for i, pool in enumerate(recipe.topology.pools):
+        loc = ("topology", "pools", i, "parallel")
+        par = pool.parallel
+        if model.attention_heads % par.attention_tp:
+            out.append(origin.problem((*loc, "tp"), f"attention tensor parallelism {par.attention_tp} "
+                                      f"must divide the model's {model.attention_heads} attention heads"))
+        if par.gpus > hw.gpus_per_node and par.gpus % hw.gpus_per_node:
+            out.append(origin.problem(loc, f"an instance of {par.gpus} GPUs spans nodes of "
+                                      f"{hw.gpus_per_node} {recipe.hardware} GPUs unevenly"))
+        if par.gpus > hw.scale_up_domain and par.gpus % hw.scale_up_domain:
+            out.append(origin.problem(loc, f"an instance of {par.gpus} GPUs does not fill whole "
+                                      f"scale-up domains of {hw.scale_up_domain}"))
+        per_gpu = weight_gb_per_gpu(cat, recipe, par.gpus)
+        if per_gpu > hw.memory_gb * MAX_WEIGHT_MEMORY_SHARE:
+            out.append(origin.problem(loc, f"weights need {per_gpu:.0f} GB per GPU at "
+                                      f"{recipe.precision}; {recipe.hardware} has {hw.memory_gb:g} GB"))
+    max_len = recipe.max_model_len
+    if max_len and max_len > model.max_context:
+        out.append(origin.problem(("max_model_len",), f"{max_len} exceeds {recipe.model}'s context "
+                                  f"of {model.max_context}"))
+    return out
+
+
+def _fleet_problems(cat: Catalog) -> list[Problem]:
+    out = []
+    for label, fleet in cat.fleets.items():
+        if fleet.hardware not in cat.hardware:
+            out.append(cat.origin("fleet", label).problem(("hardware",),
+                                                         f"unknown hardware {fleet.hardware!r}"))
+    return out
+
+
+def fleet_fits(cat: Catalog, recipe: Recipe, label: str) -> str | None:
+    """Why ``recipe`` cannot run on fleet ``label``, or None when it can."""
+    fleet = cat.fleets[label]
+    if fleet.hardware != recipe.hardware:
+        return f"fleet {label!r} has {fleet.hardware}, the recipe needs {recipe.hardware}"
+    nodes = sum(
+        p.instances * math.ceil(p.parallel.gpus / fleet.gpus_per_node) for p in recipe.topology.pools
+    )
+    if nodes > fleet.nodes:
+        return f"the recipe needs {nodes} nodes of {fleet.gpus_per_node} GPUs; fleet {label!r} has {fleet.nodes}"
+    return None
+
+
+def match_recipes(cat: Catalog, patterns: list[str]) -> list[str]:
+    return [rid for rid in cat.recipes if any(fnmatch.fnmatchcase(rid, p) for p in patterns)]
+
+
+def _sweep_problems(cat: Catalog) -> list[Problem]:
+    out = []
+    for name, sweep in cat.sweeps.items():
+        origin = cat.origin("sweep", name)
+        for i, entry in enumerate(sweep.entries):
+            loc = ("entries", i)
+            for j, pattern in enumerate(entry.recipes):
+                if not match_recipes(cat, [pattern]):
+                    out.append(origin.problem((*loc, "recipes", j), f"no recipe matches {pattern!r}"))
+            for j, wl in enumerate(entry.workloads):
+                if wl not in cat.workloads:
+                    out.append(origin.problem((*loc, "workloads", j), f"unknown workload {wl!r}"))
+            for j, label in enumerate(entry.runners or []):
+                if label != "*" and label not in cat.fleets:
+                    out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))
+            for rid in match_recipes(cat, entry.recipes):
+                recipe = cat.recipes[rid]
+                if recipe.hardware not in cat.hardware:
+                    continue
+                labels = [r for r in entry.runners or ["*"] if r == "*" or r in cat.fleets]
+                candidates = list(cat.fleets) if "*" in labels else labels
+                if not any(fleet_fits(cat, recipe, lb) is None for lb in candidates):
+                    out.append(origin.problem((*loc, "recipes"), f"no runner fleet can run {rid} "
+                                              f"({recipe.total_gpus} {recipe.hardware} GPUs)"))
+    return out
+
+
+def cross_validate(cat: Catalog) -> list[Problem]:
+    problems: list[Problem] = []
+    for rid, recipe in cat.recipes.items():
+        problems.extend(_recipe_problems(cat, rid, recipe))
+    problems.extend(_fleet_problems(cat))
+    problems.extend(_sweep_problems(cat))
+    return problems

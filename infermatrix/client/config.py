@@ -1,0 +1,126 @@
+"""BenchConfig: every setting of one benchmark run (the CLI flags, as a typed record)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Backend = Literal["vllm", "sglang", "trtllm", "openai", "openai-chat"]
+DatasetName = Literal["random", "sharegpt", "shared-prefix", "multi-turn", "trace"]
+METRICS = ("ttft", "tpot", "itl", "e2el")
+
+# Backends that talk to /v1/completions; the rest talk to /v1/chat/completions.
+COMPLETION_BACKENDS = frozenset({"vllm", "sglang", "trtllm", "openai"})
+
+
+class Timeouts(BaseModel):
+    """Seconds. ``idle`` is the longest gap between two reads of one response."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connect: float = Field(30.0, gt=0)
+    idle: float = Field(300.0, gt=0)
+    total: float = Field(6 * 3600.0, gt=0)
+
+
+class BenchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # server
+    backend: Backend = "vllm"
+    base_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    endpoint: str | None = None  # None: /v1/completions or /v1/chat/completions by backend
+    model: str | None = None  # None: the first model the server lists
+    tokenizer: str | None = None  # None: one word = one token (see docs/metrics.md)
+    headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, object] = Field(default_factory=dict)
+    temperature: float | None = 0.0
+
+    # workload
+    dataset_name: DatasetName = "random"
+    dataset_path: str | None = None
+    num_prompts: int = Field(1000, ge=1)
+    random_input_len: int = Field(1024, ge=1)
+    random_output_len: int = Field(128, ge=1)
+    random_range_ratio: float = Field(1.0, ge=0.0, le=1.0)
+    sharegpt_output_len: int | None = Field(None, ge=1)
+    shared_prefix_groups: int = Field(8, ge=1)
+    shared_prefix_len: int = Field(2048, ge=0)
+    shared_prefix_questions: int = Field(16, ge=1)
+    trace_block_size: int = Field(512, ge=1)
+    trace_time_scale: float = Field(1.0, gt=0)
+    ignore_eos: bool = False
+    seed: int = 0
+
+    # load shape
+    max_concurrency: int | None = Field(None, ge=1)
+    request_rate: float = Field(math.inf, gt=0)
+    burstiness: float = Field(1.0, gt=0)
+    num_warmups: int = Field(0, ge=0)
+    num_workers: int = Field(1, ge=1)
+
+    # reporting
+    goodput: dict[str, float] = Field(default_factory=dict)  # metric -> SLO in ms
+    percentile_metrics: list[str] = Field(default_factory=lambda: list(METRICS))
+    metric_percentiles: list[float] = Field(default_factory=lambda: [99.0])
+    metadata: dict[str, str] = Field(default_factory=dict)
+    max_error_rate: float = Field(0.05, ge=0.0, le=1.0)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    disable_tqdm: bool = False
+    save_detailed: bool = False
+    save_result: bool = False
+    result_dir: str | None = None
+    result_filename: str | None = None
+
+    @field_validator("goodput")
+    @classmethod
+    def _goodput_keys(cls, v: dict[str, float]) -> dict[str, float]:
+        for key, ms in v.items():
+            if key not in ("ttft", "tpot", "e2el"):
+                raise ValueError(f"goodput metric must be ttft, tpot or e2el, not {key!r}")
+            if ms <= 0:
+                raise ValueError(f"goodput {key} must be > 0 ms")
+        return v
+
+    @field_validator("percentile_metrics")
+    @classmethod
+    def _metric_names(cls, v: list[str]) -> list[str]:
+        bad = [m for m in v if m not in METRICS]
+        if bad:
+            raise ValueError(f"unknown percentile metric(s) {bad}; choose from {list(METRICS)}")
+        return v
+
+    @field_validator("metric_percentiles")
+    @classmethod
+    def _percentiles(cls, v: list[float]) -> list[float]:
+        if any(not 0 < p < 100 for p in v):
+            raise ValueError("metric percentiles must be in (0, 100)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchConfig:
+        t = self.timeouts
+        if t.idle > t.total:
+            raise ValueError("idle timeout must not exceed the total timeout")
+        if self.dataset_name in ("sharegpt", "trace") and not self.dataset_path:
+            raise ValueError(f"--dataset-name {self.dataset_name} needs --dataset-path")
+        return self
+
+    # derived -----------------------------------------------------------
+    @property
+    def is_chat(self) -> bool:
+        return self.backend not in COMPLETION_BACKENDS
+
+    @property
+    def url(self) -> str:
+        base = (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+        endpoint = self.endpoint or ("/v1/chat/completions" if self.is_chat else "/v1/completions")
+        return base + (endpoint if endpoint.startswith("/") else "/" + endpoint)
+
+    @property
+    def root_url(self) -> str:
+        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
