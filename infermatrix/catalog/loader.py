@@ -15,18 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .schema import (
-    Fleet,
-    FleetsFile,
-    Hardware,
-    HardwareFile,
-    Model,
-    ModelsFile,
-    Recipe,
-    Sweep,
-    Workload,
-    WorkloadsFile,
-)
+from .schema import Fleet, Hardware, Model, Name, Recipe, Sweep, Workload
 from .yamlsrc import CatalogError, Loc, Problem, SourceDoc, load_yaml
 
 HARDWARE_FILE = Path("matrix/hardware.yaml")
@@ -35,6 +24,8 @@ WORKLOADS_FILE = Path("matrix/workloads.yaml")
 SWEEPS_DIR = Path("matrix/sweeps")
 FLEETS_FILE = Path("runners/fleets.yaml")
 RECIPES_DIR = Path("benchmarks")
+
+_NAME: TypeAdapter[str] = TypeAdapter(Name)
 
 
 @dataclass(frozen=True)
@@ -58,6 +49,8 @@ class Catalog:
     recipes: dict[str, Recipe] = field(default_factory=dict)
     sweeps: dict[str, Sweep] = field(default_factory=dict)
     origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
+    # entries that exist but failed validation: references to them are not reported again
+    broken: set[tuple[str, str]] = field(default_factory=set)
 
     def origin(self, kind: str, name: str) -> Origin:
         return self.origins[(kind, name)]
@@ -98,9 +91,10 @@ def _display(path: Path, root: Path) -> str:
 
 
 def _load_mapping(
-    path: Path, root: Path, adapter: TypeAdapter[Any], kind: str, cat: Catalog,
+    path: Path, root: Path, entry_type: type[BaseModel], kind: str, cat: Catalog,
     target: dict[str, Any], problems: list[Problem],
 ) -> None:
+    """A file of name -> entry; each entry is checked on its own so one typo hides no others."""
     try:
         doc = load_yaml(path, _display(path, root))
     except CatalogError as exc:
@@ -109,17 +103,23 @@ def _load_mapping(
     if not isinstance(doc.data, dict):
         problems.append(doc.problem((), f"expected a mapping of {kind} name -> entry"))
         return
-    try:
-        entries = adapter.validate_python(doc.data)
-    except ValidationError as exc:
-        problems.extend(_validation_problems(doc, exc))
-        return
-    for name, entry in entries.items():
-        if name in target:
-            problems.append(doc.problem((name,), f"duplicate {kind} name (also in "
-                                        f"{cat.origin(kind, name).doc.path})"))
+    for name, raw in doc.data.items():
+        try:
+            _NAME.validate_python(name)
+        except ValidationError:
+            problems.append(doc.problem((name,), f"invalid {kind} name"))
             continue
-        target[name] = entry
+        if name in target or (kind, name) in cat.broken:
+            other = cat.origins.get((kind, name))
+            problems.append(doc.problem((name,), f"duplicate {kind} name"
+                                        + (f" (also in {other.doc.path})" if other else "")))
+            continue
+        try:
+            target[name] = entry_type.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_validation_problems(doc, exc, (name,)))
+            cat.broken.add((kind, name))
+            continue
         cat.origins[(kind, name)] = Origin(doc, (name,))
 
 
@@ -139,6 +139,7 @@ def _load_one(
         entry = model.model_validate(doc.data)
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, exc))
+        cat.broken.add((kind, name))
         return
     if name in target:
         problems.append(doc.problem((), f"duplicate {kind} name {name!r} (also in "
@@ -197,17 +198,17 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
     cat = Catalog(root=root)
     problems: list[Problem] = []
     paths = list(files) if files is not None else catalog_files(root)
-    adapters = {
-        "hardware": (TypeAdapter(HardwareFile), cat.hardware),
-        "model": (TypeAdapter(ModelsFile), cat.models),
-        "workload": (TypeAdapter(WorkloadsFile), cat.workloads),
-        "fleet": (TypeAdapter(FleetsFile), cat.fleets),
+    mappings = {
+        "hardware": (Hardware, cat.hardware),
+        "model": (Model, cat.models),
+        "workload": (Workload, cat.workloads),
+        "fleet": (Fleet, cat.fleets),
     }
     for path in paths:
         kind = classify(path)
-        if kind in adapters:
-            adapter, target = adapters[kind]
-            _load_mapping(path, root, adapter, kind, cat, target, problems)
+        if kind in mappings:
+            entry_type, target = mappings[kind]
+            _load_mapping(path, root, entry_type, kind, cat, target, problems)
         elif kind == "sweep":
             _load_one(path, root, Sweep, "sweep", path.stem, cat, cat.sweeps, problems)
         else:

@@ -330,10 +330,3 @@ class Fleet(Strict):
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
-
-
-# File-level wrappers: a mapping of name -> entry, validated as one document.
-HardwareFile = dict[Name, Hardware]
-ModelsFile = dict[Name, Model]
-WorkloadsFile = dict[Name, Workload]
-FleetsFile = dict[Name, Fleet]

@@ -22,14 +22,15 @@ def weight_gb_per_gpu(cat: Catalog, recipe: Recipe, gpus: int) -> float:
 def _recipe_problems(cat: Catalog, rid: str, recipe: Recipe) -> list[Problem]:
     origin = cat.origin("recipe", rid)
     out: list[Problem] = []
-    if recipe.model not in cat.models:
-        out.append(origin.problem(("model",), f"unknown model {recipe.model!r} (see matrix/models.yaml)"))
-    hw = cat.hardware.get(recipe.hardware)
-    if hw is None:
-        out.append(origin.problem(("hardware",), f"unknown hardware {recipe.hardware!r} "
-                                  "(see matrix/hardware.yaml)"))
-    if out:
-        return out
+    if recipe.model not in cat.models or recipe.hardware not in cat.hardware:
+        if recipe.model not in cat.models and ("model", recipe.model) not in cat.broken:
+            out.append(origin.problem(("model",), f"unknown model {recipe.model!r} "
+                                      "(see matrix/models.yaml)"))
+        if recipe.hardware not in cat.hardware and ("hardware", recipe.hardware) not in cat.broken:
+            out.append(origin.problem(("hardware",), f"unknown hardware {recipe.hardware!r} "
+                                      "(see matrix/hardware.yaml)"))
+        return out  # the remaining checks need both
+    hw = cat.hardware[recipe.hardware]
     model = cat.models[recipe.model]
     dtype = PRECISIONS[recipe.precision][0]
     if dtype not in hw.tflops:
@@ -61,7 +62,7 @@ def _recipe_problems(cat: Catalog, rid: str, recipe: Recipe) -> list[Problem]:
 def _fleet_problems(cat: Catalog) -> list[Problem]:
     out = []
     for label, fleet in cat.fleets.items():
-        if fleet.hardware not in cat.hardware:
+        if fleet.hardware not in cat.hardware and ("hardware", fleet.hardware) not in cat.broken:
             out.append(cat.origin("fleet", label).problem(("hardware",),
                                                          f"unknown hardware {fleet.hardware!r}"))
     return out
@@ -99,7 +100,9 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
             for j, label in enumerate(entry.runners or []):
                 if label != "*" and label not in cat.fleets:
                     out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))
-            for rid in match_recipes(cat, entry.recipes):
+            # An exact recipe id that no fleet can run is a mistake; a glob may match some
+            # recipes that this fleet set cannot run, and the planner leaves those out.
+            for rid in [p for p in entry.recipes if p in cat.recipes]:
                 recipe = cat.recipes[rid]
                 if recipe.hardware not in cat.hardware:
                     continue

@@ -1,0 +1,44 @@
+"""`infermatrix validate [PATHS]`: check the catalog, one line per problem, exit 2 on any."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import UsageError
+from .loader import HARDWARE_FILE, catalog_files, default_root, load_catalog
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", type=Path,
+                        help="catalog files or folders to check against the catalog (default: all)")
+    parser.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
+
+
+def files_to_check(root: Path, paths: list[Path]) -> list[Path]:
+    """The root's catalog with the given files added or put in place of their namesakes."""
+    extra: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            if (path / HARDWARE_FILE).is_file():  # a whole other catalog
+                extra.extend(catalog_files(path))
+            else:
+                extra.extend(sorted(p for p in path.rglob("*") if p.suffix in {".yaml", ".yml"}))
+        elif path.is_file():
+            extra.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder")
+    replaced = {p.resolve() for p in extra}
+    names = {p.name for p in extra if p.name in {"hardware.yaml", "models.yaml",
+                                                   "workloads.yaml", "fleets.yaml"}}
+    base = [p for p in catalog_files(root) if p.resolve() not in replaced and p.name not in names]
+    return base + extra
+
+
+def main(args: argparse.Namespace) -> int:
+    root = (args.root or default_root()).resolve()
+    files = files_to_check(root, args.paths)
+    cat = load_catalog(root, files)
+    print(f"ok: {len(cat.recipes)} recipes, {len(cat.models)} models, {len(cat.hardware)} hardware, "
+          f"{len(cat.workloads)} workloads, {len(cat.sweeps)} sweeps, {len(cat.fleets)} fleets")
+    return 0

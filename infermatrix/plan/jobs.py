@@ -1,0 +1,158 @@
+"""Expand a sweep into jobs: one per (recipe, workload, runner label), carrying its concurrency list.
+
+A job launches its server once and sweeps every concurrency level against it, unless a server flag
+depends on the concurrency (InferenceMAX's ``--max-num-seqs $CONC``): then each level is its own
+job, because the server must be relaunched anyway.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..catalog.loader import Catalog
+from ..catalog.validate import fleet_fits, match_recipes
+
+# Bump when the meaning of a fingerprint changes, so old results stop matching new jobs.
+FINGERPRINT_VERSION = 1
+# Rough per-token and per-start budgets for a job's time-out (generous: a time-out is a failure).
+TIMEOUT_STARTUP_MIN = 30
+TIMEOUT_SECONDS_PER_OUTPUT_TOKEN = 0.1
+TIMEOUT_MAX_MIN = 24 * 60
+
+
+class Job(BaseModel):
+    """One unit of work for one runner. Every field is required: rows have no defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    sweep: str
+    recipe: str
+    model: str
+    hardware: str
+    engine: str
+    precision: str
+    mode: str
+    workload: str
+    runner: str
+    launcher: str
+    concurrency: list[int]
+    gpus: int
+    nodes: int
+    fingerprint: str
+    timeout_minutes: int
+
+
+@dataclass
+class Filters:
+    """Glob filters; an empty list lets everything through."""
+
+    model: list[str] = field(default_factory=list)
+    hardware: list[str] = field(default_factory=list)
+    engine: list[str] = field(default_factory=list)
+    workload: list[str] = field(default_factory=list)
+    recipe: list[str] = field(default_factory=list)
+    runner: list[str] = field(default_factory=list)
+
+    def allows(self, **values: str) -> bool:
+        for name, value in values.items():
+            patterns: list[str] = getattr(self, name)
+            if patterns and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+                return False
+        return True
+
+
+def _digest(payload: Any, length: int = 16) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def fingerprint(cat: Catalog, recipe_id: str, workload: str, runner: str,
+                concurrency: list[int]) -> str:
+    """Hash of everything that can change a job's numbers (not its source notes or tags)."""
+    recipe = cat.recipes[recipe_id]
+    fleet = cat.fleets[runner]
+    payload = {
+        "v": FINGERPRINT_VERSION,
+        "recipe": recipe.model_dump(mode="json", exclude={"source", "tags"}),
+        "model": cat.models[recipe.model].model_dump(mode="json"),
+        "hardware": cat.hardware[recipe.hardware].model_dump(mode="json", exclude={"usd_per_gpu_hour"}),
+        "workload": cat.workloads[workload].model_dump(mode="json", exclude={"description"}),
+        "fleet": fleet.model_dump(mode="json", exclude={"hosts", "exclude_nodes"}),
+        "concurrency": concurrency,
+    }
+    return _digest(payload)
+
+
+def _runner_labels(cat: Catalog, recipe_id: str, requested: list[str] | None) -> list[str]:
+    recipe = cat.recipes[recipe_id]
+    if requested is None:  # default: the first fleet (in fleets.yaml order) that can run it
+        fitting = [lb for lb in cat.fleets if fleet_fits(cat, recipe, lb) is None]
+        return fitting[:1]
+    labels = list(cat.fleets) if "*" in requested else requested
+    return [lb for lb in labels if fleet_fits(cat, recipe, lb) is None]
+
+
+def _timeout_minutes(cat: Catalog, workload: str, concurrency: list[int]) -> int:
+    wl = cat.workloads[workload]
+    seconds = 0.0
+    for conc in concurrency:
+        waves = math.ceil((wl.num_prompts(conc) + wl.num_warmups(conc)) / conc)
+        seconds += waves * wl.osl * TIMEOUT_SECONDS_PER_OUTPUT_TOKEN
+    return min(TIMEOUT_MAX_MIN, TIMEOUT_STARTUP_MIN + math.ceil(seconds / 60))
+
+
+def _nodes(cat: Catalog, recipe_id: str, runner: str) -> int:
+    per_node = cat.fleets[runner].gpus_per_node
+    return sum(p.instances * math.ceil(p.parallel.gpus / per_node)
+               for p in cat.recipes[recipe_id].topology.pools)
+
+
+def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], split: bool) -> str:
+    base = f"{recipe_id.replace('/', '.')}.{workload}.{runner}"
+    if split:
+        base += f".c{concurrency[0]}"
+    return f"{base}-{_digest([recipe_id, workload, runner, concurrency], 8)}"
+
+
+def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) -> list[Job]:
+    """Expand one sweep of the catalog into its jobs, in a deterministic order."""
+    filters = filters or Filters()
+    sweep = cat.sweeps[sweep_name]
+    jobs: dict[str, Job] = {}
+    for entry in sweep.entries:
+        for rid in match_recipes(cat, entry.recipes):
+            recipe = cat.recipes[rid]
+            if not filters.allows(recipe=rid, model=recipe.model, hardware=recipe.hardware,
+                                  engine=recipe.engine.name):
+                continue
+            for workload in entry.workloads:
+                if not filters.allows(workload=workload):
+                    continue
+                for runner in _runner_labels(cat, rid, entry.runners):
+                    if not filters.allows(runner=runner):
+                        continue
+                    split = recipe.launch_per_concurrency
+                    groups = [[c] for c in entry.concurrency] if split else [entry.concurrency]
+                    for conc in groups:
+                        jid = job_id(rid, workload, runner, conc, split)
+                        if jid in jobs:  # the same job listed by two entries runs once
+                            continue
+                        jobs[jid] = Job(
+                            id=jid, sweep=sweep_name, recipe=rid, model=recipe.model,
+                            hardware=recipe.hardware, engine=recipe.engine.name,
+                            precision=recipe.precision, mode=recipe.topology.mode,
+                            workload=workload, runner=runner, launcher=cat.fleets[runner].kind,
+                            concurrency=conc, gpus=recipe.total_gpus,
+                            nodes=_nodes(cat, rid, runner),
+                            fingerprint=fingerprint(cat, rid, workload, runner, conc),
+                            timeout_minutes=_timeout_minutes(cat, workload, conc),
+                        )
+    return list(jobs.values())

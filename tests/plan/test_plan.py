@@ -1,0 +1,123 @@
+"""Planner: jobs per (recipe, workload, runner), filters, ids, fingerprints, GitHub shards."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infermatrix.catalog.loader import load_catalog
+from infermatrix.cli import main
+from infermatrix.plan.github import MATRIX_CAP, CapacityError, github_outputs, write_github_outputs
+from infermatrix.plan.jobs import Filters, Job, plan_sweep
+
+
+def read_github_output(path: Path) -> dict[str, str]:
+    """Parse the `key<<DELIM ... DELIM` blocks GitHub reads from $GITHUB_OUTPUT."""
+    out: dict[str, str] = {}
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.fullmatch(r"([A-Za-z0-9_]+)<<(\S+)", lines[i])
+        assert m, f"unexpected line {lines[i]!r}"
+        end = lines.index(m.group(2), i + 1)
+        out[m.group(1)] = "\n".join(lines[i + 1:end])
+        i = end + 1
+    return out
+
+
+def fake_job(n: int) -> Job:
+    return Job(id=f"job-{n}", sweep="s", recipe="m/r", model="m", hardware="H200", engine="vllm",
+               precision="fp8", mode="aggregated", workload="w", runner="h200-dgx",
+               launcher="docker", concurrency=[1, 2], gpus=8, nodes=1, fingerprint=f"{n:016x}",
+               timeout_minutes=60)
+
+
+def test_smoke_sweep_jobs(repo_root: Path) -> None:
+    cat = load_catalog(repo_root)
+    jobs = plan_sweep(cat, "smoke")
+    by_recipe = {}
+    for job in jobs:
+        by_recipe.setdefault(job.recipe, []).append(job)
+    # SGLang recipe: one job sweeping every level against one server
+    (sglang,) = by_recipe["deepseek-r1-0528/h200-sglang-fp8"]
+    assert sglang.concurrency == [1, 4, 16]
+    assert sglang.runner == "h200-dgx" and sglang.gpus == 8 and sglang.nodes == 1
+    # vLLM recipe has --max-num-seqs ${CONC}: the server changes per level, so one job per level
+    vllm = by_recipe["llama-3.1-70b-instruct/h200-vllm-fp8"]
+    assert [j.concurrency for j in vllm] == [[1], [4], [16]]
+    assert len({j.id for j in jobs}) == len(jobs) == 4
+
+
+def test_ids_and_fingerprints_are_deterministic_and_sensitive(catalog_copy: Path) -> None:
+    first = plan_sweep(load_catalog(catalog_copy), "smoke")
+    again = plan_sweep(load_catalog(catalog_copy), "smoke")
+    assert [(j.id, j.fingerprint) for j in first] == [(j.id, j.fingerprint) for j in again]
+    recipe = catalog_copy / "benchmarks" / "deepseek-r1-0528" / "h200-sglang-fp8.yaml"
+    recipe.write_text(recipe.read_text().replace("max-running-requests: 512", "max-running-requests: 256"))
+    changed = plan_sweep(load_catalog(catalog_copy), "smoke")
+    diff = {a.recipe for a, b in zip(first, changed, strict=True) if a.fingerprint != b.fingerprint}
+    assert diff == {"deepseek-r1-0528/h200-sglang-fp8"}
+    # ids name the job, not its contents: they stay put when a knob changes
+    assert [j.id for j in first] == [j.id for j in changed]
+    # notes and tags do not change numbers, so they do not change the fingerprint
+    recipe.write_text(recipe.read_text().replace("tags: [inferencemax]", "tags: [other]"))
+    assert [j.fingerprint for j in plan_sweep(load_catalog(catalog_copy), "smoke")] == [
+        j.fingerprint for j in changed]
+
+
+def test_filters(repo_root: Path) -> None:
+    cat = load_catalog(repo_root)
+    assert {j.engine for j in plan_sweep(cat, "nightly", Filters(engine=["sglang"]))} == {"sglang"}
+    assert plan_sweep(cat, "nightly", Filters(hardware=["MI3*"])) == []
+    jobs = plan_sweep(cat, "nightly", Filters(workload=["fixed-1k-*"], model=["deepseek*"]))
+    assert {(j.model, j.workload) for j in jobs} == {
+        ("deepseek-r1-0528", "fixed-1k-1k"), ("deepseek-r1-0528", "fixed-1k-8k")}
+
+
+def test_plan_cli_formats(capsys: pytest.CaptureFixture[str], repo_root: Path, tmp_path: Path) -> None:
+    assert main(["plan", "smoke", "--root", str(repo_root), "--format", "json"]) == 0
+    jobs = json.loads(capsys.readouterr().out)
+    assert len(jobs) == 4 and {"id", "fingerprint", "concurrency", "runner"} <= set(jobs[0])
+    out = tmp_path / "gh"
+    assert main(["plan", "matrix/sweeps/smoke.yaml", "--root", str(repo_root), "--format", "github",
+                 "--github-output", str(out)]) == 0
+    outputs = read_github_output(out)
+    assert outputs["jobs_total"] == "4" and outputs["shard_count"] == "1"
+    assert [c["id"] for c in json.loads(outputs["shard_0"])] == [j["id"] for j in jobs]
+    assert json.loads(outputs["shard_7"]) == []
+
+
+def test_unknown_sweep_is_one_line(capsys: pytest.CaptureFixture[str], repo_root: Path) -> None:
+    assert main(["plan", "nosuch", "--root", str(repo_root)]) == 2
+    assert capsys.readouterr().err.strip() == "infermatrix: nosuch: unknown sweep (known: nightly, smoke)"
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(min_value=0, max_value=MATRIX_CAP * 8), max_shards=st.integers(1, 8))
+def test_github_shards_cover_every_job_once(tmp_path_factory, n: int, max_shards: int) -> None:
+    jobs = [fake_job(i) for i in range(n)]
+    if n > MATRIX_CAP * max_shards:
+        with pytest.raises(CapacityError, match=f"{n} jobs exceed"):
+            github_outputs(jobs, max_shards)
+        return
+    path = tmp_path_factory.mktemp("gh") / "out"
+    write_github_outputs(github_outputs(jobs, max_shards), path)
+    outputs = read_github_output(path)
+    shards = [json.loads(outputs[f"shard_{i}"]) for i in range(max_shards)]
+    assert all(len(s) <= MATRIX_CAP for s in shards)
+    ids = [cell["id"] for s in shards for cell in s]
+    assert sorted(ids) == sorted(j.id for j in jobs)  # every job exactly once
+    assert int(outputs["shard_count"]) == sum(1 for s in shards if s)
+
+
+def test_capacity_error_is_one_line(capsys, repo_root: Path, tmp_path: Path) -> None:
+    code = main(["plan", "nightly", "--root", str(repo_root), "--format", "github",
+                 "--github-output", str(tmp_path / "o"), "--max-shards", "0"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "jobs exceed the workflow's capacity of 0 shards" in err[0]
