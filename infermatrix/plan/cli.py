@@ -10,6 +10,7 @@ from pathlib import Path
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
 from .github import MAX_SHARDS, github_outputs, write_github_outputs
+from .incremental import DEFAULT_MAX_AGE_DAYS, incremental_plan
 from .jobs import Filters, Job, plan_sweep
 
 FILTER_FLAGS = ("model", "hardware", "engine", "workload", "recipe", "runner")
@@ -43,6 +44,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-shards", type=int, default=MAX_SHARDS,
                         help=f"shard jobs the workflow declares (default {MAX_SHARDS})")
     parser.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
+    inc = parser.add_argument_group("incremental planning")
+    inc.add_argument("--incremental", nargs="?", const="true", default="false",
+                     choices=("true", "false"),
+                     help="skip jobs whose fingerprint has a successful result newer than "
+                          "--max-age-days in --history (a bare flag means true; put it after "
+                          "SWEEP)")
+    inc.add_argument("--history", type=Path, metavar="PATH",
+                     help="results store (SQLite) or records JSONL; a missing file is empty")
+    inc.add_argument("--max-age-days", type=float, default=DEFAULT_MAX_AGE_DAYS, metavar="N",
+                     help=f"a result younger than this is fresh (default {DEFAULT_MAX_AGE_DAYS})")
+    inc.add_argument("--force", action="store_true",
+                     help="plan every job even with --incremental")
+
+
+def _incremental(jobs: list[Job], args: argparse.Namespace) -> list[Job]:
+    if getattr(args, "incremental", "false") != "true":
+        return jobs
+    if args.history is None:
+        raise UsageError("--incremental needs --history PATH (the results store or records JSONL)")
+    picked = incremental_plan(jobs, args.history, args.max_age_days, force=args.force)
+    print(f"incremental: {len(picked.fresh)} of {len(jobs)} jobs have a result newer than "
+          f"{args.max_age_days:g} days in {args.history}"
+          + (" (--force: planning them anyway)" if args.force else "; skipped"), file=sys.stderr)
+    return picked.planned
 
 
 def _table(jobs: list[Job]) -> str:
@@ -58,7 +83,7 @@ def _table(jobs: list[Job]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
-    jobs = plan_sweep(cat, resolve_sweep(cat, args.sweep), filters_from(args))
+    jobs = _incremental(plan_sweep(cat, resolve_sweep(cat, args.sweep), filters_from(args)), args)
     if args.format == "json":
         json.dump([j.model_dump() for j in jobs], sys.stdout, indent=2)
         sys.stdout.write("\n")

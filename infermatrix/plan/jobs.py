@@ -122,6 +122,22 @@ def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], s
     return f"{base}-{_digest([recipe_id, workload, runner, concurrency], 8)}"
 
 
+def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runner: str,
+             concurrency: list[int]) -> Job:
+    """The one place a Job is built, so a job named by hand equals the planner's job."""
+    recipe = cat.recipes[recipe_id]
+    split = recipe.launch_per_concurrency
+    return Job(
+        id=job_id(recipe_id, workload, runner, concurrency, split), sweep=sweep_name,
+        recipe=recipe_id, model=recipe.model, hardware=recipe.hardware,
+        engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
+        workload=workload, runner=runner, launcher=cat.fleets[runner].kind,
+        concurrency=concurrency, gpus=recipe.total_gpus, nodes=_nodes(cat, recipe_id, runner),
+        fingerprint=fingerprint(cat, recipe_id, workload, runner, concurrency),
+        timeout_minutes=_timeout_minutes(cat, workload, concurrency),
+    )
+
+
 def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) -> list[Job]:
     """Expand one sweep of the catalog into its jobs, in a deterministic order."""
     filters = filters or Filters()
@@ -142,17 +158,6 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
                     split = recipe.launch_per_concurrency
                     groups = [[c] for c in entry.concurrency] if split else [entry.concurrency]
                     for conc in groups:
-                        jid = job_id(rid, workload, runner, conc, split)
-                        if jid in jobs:  # the same job listed by two entries runs once
-                            continue
-                        jobs[jid] = Job(
-                            id=jid, sweep=sweep_name, recipe=rid, model=recipe.model,
-                            hardware=recipe.hardware, engine=recipe.engine.name,
-                            precision=recipe.precision, mode=recipe.topology.mode,
-                            workload=workload, runner=runner, launcher=cat.fleets[runner].kind,
-                            concurrency=conc, gpus=recipe.total_gpus,
-                            nodes=_nodes(cat, rid, runner),
-                            fingerprint=fingerprint(cat, rid, workload, runner, conc),
-                            timeout_minutes=_timeout_minutes(cat, workload, conc),
-                        )
+                        job = make_job(cat, sweep_name, rid, workload, runner, conc)
+                        jobs.setdefault(job.id, job)  # listed by two entries: runs once
     return list(jobs.values())
