@@ -15,7 +15,18 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .schema import Fleet, Hardware, Model, Name, Recipe, Sweep, Workload
+from .schema import (
+    Fleet,
+    Hardware,
+    Model,
+    Name,
+    Recipe,
+    RecipeFamily,
+    Sweep,
+    Workload,
+    instantiate,
+    unknown_axes,
+)
 from .yamlsrc import CatalogError, Loc, Problem, SourceDoc, load_yaml
 
 HARDWARE_FILE = Path("matrix/hardware.yaml")
@@ -34,9 +45,10 @@ class Origin:
 
     doc: SourceDoc
     prefix: Loc = ()
+    note: str = ""  # e.g. "(variant x/y)" for a recipe family's member
 
     def problem(self, loc: Loc, message: str) -> Problem:
-        return self.doc.problem((*self.prefix, *loc), message)
+        return self.doc.problem((*self.prefix, *loc), f"{message} {self.note}".rstrip())
 
 
 @dataclass
@@ -149,6 +161,47 @@ def _load_one(
     cat.origins[(kind, name)] = Origin(doc)
 
 
+def _load_family(
+    path: Path, root: Path, rid: str, cat: Catalog, problems: list[Problem],
+) -> bool:
+    """A recipe file with a ``family:`` block: one recipe per point, id ``<rid>/<name>``.
+    Returns False when the file is an ordinary recipe."""
+    try:
+        doc = load_yaml(path, _display(path, root))
+    except CatalogError:
+        return False  # _load_one reports it
+    if not isinstance(doc.data, dict) or "family" not in doc.data:
+        return False
+    template = {k: v for k, v in doc.data.items() if k != "family"}
+    try:
+        family = RecipeFamily.model_validate(doc.data["family"])
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, exc, ("family",)))
+        return True
+    for point in family.variants():
+        missing = unknown_axes(template, point) | unknown_axes(family.name, point)
+        if missing:
+            problems.append(doc.problem(("family",), f"no value for {', '.join(sorted(missing))} "
+                                        f"in point {point}"))
+            continue
+        vid = f"{rid}/{instantiate(family.name, point)}"
+        try:
+            entry = Recipe.model_validate(instantiate(template, point))
+        except ValidationError as exc:
+            problems.extend(
+                Problem(p.path, p.line, p.field, f"{p.message} (variant {vid})")
+                for p in _validation_problems(doc, exc)
+            )
+            cat.broken.add(("recipe", vid))
+            continue
+        if vid in cat.recipes:
+            problems.append(doc.problem(("family", "name"), f"duplicate recipe id {vid!r}"))
+            continue
+        cat.recipes[vid] = entry
+        cat.origins[("recipe", vid)] = Origin(doc, note=f"(variant {vid})")
+    return True
+
+
 def recipe_id(path: Path, recipes_dir: Path) -> str:
     try:
         rel = path.resolve().relative_to(recipes_dir.resolve())
@@ -213,6 +266,8 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
             _load_one(path, root, Sweep, "sweep", path.stem, cat, cat.sweeps, problems)
         else:
             rid = recipe_id(path, root / RECIPES_DIR)
+            if _load_family(path, root, rid, cat, problems):
+                continue
             _load_one(path, root, Recipe, "recipe", rid, cat, cat.recipes, problems)
     problems.extend(cross_validate(cat))
     if problems:

@@ -25,8 +25,11 @@ PRECISIONS: dict[str, tuple[str, float]] = {
     "fp4": ("fp4", 0.5625),
     "w8a8-int8": ("int8", 1.0),
     "w4a8": ("int8", 0.5625),
+    # 4-bit weights dequantised to bf16 in the kernel (e.g. FP4 experts through Marlin on
+    # Hopper, which has no FP4 tensor cores): FP4 memory, bf16 compute.
+    "w4a16": ("bf16", 0.5625),
 }
-Precision = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "fp4", "w8a8-int8", "w4a8"]
+Precision = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "fp4", "w8a8-int8", "w4a8", "w4a16"]
 
 # A value that may follow a command-line flag or sit in an engine config file.
 Scalar = str | int | float | bool
@@ -105,6 +108,8 @@ class Parallel(Strict):
     GPUs per instance = tp × pp × (1 if attention_dp else dp): with attention data parallelism
     (SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp) the dp attention groups
     live inside the tp group, otherwise each data-parallel replica has its own GPUs.
+    With attention_dp and no dp given, dp = tp (one attention replica per rank: TensorRT-LLM's
+    enable_attention_dp always means that).
     """
 
     tp: PositiveInt = 1
@@ -113,6 +118,13 @@ class Parallel(Strict):
     ep: PositiveInt = 1
     cp: PositiveInt = 1
     attention_dp: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_attention_dp(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("attention_dp") is True and "dp" not in data:
+            data = {**data, "dp": data.get("tp", 1)}
+        return data
 
     @property
     def gpus(self) -> int:
@@ -131,15 +143,47 @@ class Parallel(Strict):
         return self
 
 
+class SpecDecode(Strict):
+    """Speculative decoding. ``draft_tokens`` = tokens proposed per verification step
+    (TensorRT-LLM num_nextn_predict_layers / max_draft_len, vLLM num_speculative_tokens,
+    SGLang --speculative-num-steps with top-k 1)."""
+
+    method: Literal["mtp", "eagle", "eagle3", "nextn", "ngram", "draft"]
+    draft_tokens: PositiveInt
+    topk: PositiveInt = 1
+    acceptance_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None, description="expected fraction of draft tokens accepted (used by the sim)"
+    )
+
+
 class Pool(Strict):
-    """A group of identical server instances with one role."""
+    """A group of identical server instances with one role.
+
+    ``args`` are command-line flags in the order they are written; ``config`` is the engine's
+    config file where it reads one (TensorRT-LLM ``--config gen_config.yaml``). Flags the
+    engine derives from the schema (model, host, port, parallelism, disaggregation,
+    speculative decoding) come first unless ``args`` names them, in which case they render
+    there, and must agree with the schema.
+    See docs/recipes.md for the value conventions (true, null, lists, "flag=" keys).
+    """
 
     role: Literal["both", "prefill", "decode"] = "both"
     instances: PositiveInt = 1
     parallel: Parallel = Parallel()
     args: dict[str, ArgValue] = Field(default_factory=dict)
+    config: dict[str, ArgValue] = Field(
+        default_factory=dict, description="keys of the engine's config file (TensorRT-LLM --config)"
+    )
     env: dict[str, Scalar] = Field(default_factory=dict)
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535,
+                             description="first instance's port; later instances count up")
+    bootstrap_port: int | None = Field(default=None, ge=1, le=65535,
+                                       description="SGLang prefill bootstrap port (default 8998)")
+    dist_init_port: int | None = Field(default=None, ge=1, le=65535,
+                                       description="rendezvous port of multi-node instances")
+    spec_decode: SpecDecode | None = Field(
+        default=None, description="this pool's speculative decoding, when it differs from the recipe's"
+    )
 
     @property
     def gpus(self) -> int:
@@ -166,28 +210,40 @@ class Topology(Strict):
 class Engine(Strict):
     name: Literal["vllm", "sglang", "trtllm"]
     version: str
-    image: str
+    image: str | None = Field(default=None, description="container image; none: bare metal / unpublished")
+
+
+class Container(Strict):
+    """How the engine's container is started (docker run). Devices default by GPU vendor."""
+
+    detach: bool = False
+    gpus: str | None = Field(default="all", description="NVIDIA only: docker --gpus value")
+    devices: list[str] | None = Field(default=None, description="default: the vendor's device files")
+    shm_size: str | None = "32g"
+    ipc: str | None = None
+    network: str | None = "host"
+    privileged: bool = False
+    mounts: dict[str, str] = Field(default_factory=dict, description="host path -> container path")
+    equals: list[str] = Field(
+        default_factory=list, description="docker options written --option=value (as published)"
+    )
 
 
 class Router(Strict):
     name: Literal["sglang-router", "vllm-router", "trtllm-disaggregated", "dynamo"]
     policy: str = "round_robin"
+    host: str | None = Field(default=None, description="bind address (default 0.0.0.0)")
     port: int | None = Field(default=None, ge=1, le=65535)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, Scalar] = Field(default_factory=dict)
+    config: dict[str, ArgValue] = Field(
+        default_factory=dict, description="extra keys of the router's config file (TensorRT-LLM)"
+    )
 
 
 class KvTransfer(Strict):
     backend: Literal["nixl", "mooncake", "ascend", "ucx", "nccl", "lmcache"]
     args: dict[str, ArgValue] = Field(default_factory=dict)
-
-
-class SpecDecode(Strict):
-    method: Literal["mtp", "eagle", "eagle3", "nextn", "ngram", "draft"]
-    draft_tokens: PositiveInt
-    acceptance_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        default=None, description="expected fraction of draft tokens accepted (used by the sim)"
-    )
 
 
 class Source(Strict):
@@ -214,6 +270,8 @@ class Recipe(Strict):
     router: Router | None = None
     kv_transfer: KvTransfer | None = None
     spec_decode: SpecDecode | None = None
+    env: dict[str, Scalar] = Field(default_factory=dict, description="environment of every worker")
+    container: Container | None = Field(default=None, description="default: Container()")
     params: dict[str, Scalar] = Field(
         default_factory=dict,
         description="values for ${NAME} placeholders; MODEL, PORT, HOST and CONC are bound at run time",
@@ -236,15 +294,19 @@ class Recipe(Strict):
     def total_gpus(self) -> int:
         return self.topology.gpus()
 
+    def spec_for(self, pool: Pool) -> SpecDecode | None:
+        return pool.spec_decode or self.spec_decode
+
     def placeholders(self) -> set[str]:
-        """Every ${NAME} used anywhere in the recipe's args and env."""
+        """Every ${NAME} used anywhere in the recipe's args, env, router and container."""
         found: set[str] = set()
 
         def walk(value: Any) -> None:
             if isinstance(value, str):
                 found.update(PLACEHOLDER.findall(value))
             elif isinstance(value, dict):
-                for v in value.values():
+                for k, v in value.items():
+                    walk(k)
                     walk(v)
             elif isinstance(value, list):
                 for v in value:
@@ -252,15 +314,86 @@ class Recipe(Strict):
 
         for pool in self.topology.pools:
             walk(pool.args)
+            walk(pool.config)
             walk(pool.env)
+        walk(self.env)
         if self.router:
             walk(self.router.args)
+            walk(self.router.env)
+            walk(self.router.config)
+        if self.container:
+            walk(self.container.mounts)
         return found
 
     @property
     def launch_per_concurrency(self) -> bool:
         """True when a server flag depends on the concurrency (e.g. --max-num-seqs $CONC)."""
         return "CONC" in self.placeholders()
+
+
+class RecipeFamily(Strict):
+    """A recipe file that stands for several recipes: the rest of the file is a template whose
+    ``${axis}`` references (lower-case names) take each point's values, e.g. TensorRT-LLM's
+    submit.sh sweeping disaggr_torch.slurm's positional parameters. Variant ids are
+    ``<file id>/<name>`` with ``name`` formatted from the point."""
+
+    name: str = Field(description="variant name template, e.g. ctx${num_ctx_servers}-gen${num_gen_servers}")
+    axes: dict[str, list[Scalar]] = Field(default_factory=dict, description="crossed with each other")
+    points: list[dict[str, Scalar]] = Field(default_factory=list, description="explicit points")
+
+    @model_validator(mode="after")
+    def _has_points(self) -> RecipeFamily:
+        if not self.axes and not self.points:
+            raise ValueError("a family needs axes or points")
+        return self
+
+    def variants(self) -> list[dict[str, Scalar]]:
+        crossed: list[dict[str, Scalar]] = [{}]
+        for axis, values in self.axes.items():
+            crossed = [{**c, axis: v} for c in crossed for v in values]
+        return [{**p, **c} for p in (self.points or [{}]) for c in crossed]
+
+
+FAMILY_REF = re.compile(r"\$\{([a-z][a-z0-9_]*)\}")
+
+
+def _axis_text(value: Scalar) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def instantiate(template: Any, point: dict[str, Scalar]) -> Any:
+    """The template with ``${axis}`` replaced: a whole-string reference takes the value's type."""
+    if isinstance(template, str):
+        whole = FAMILY_REF.fullmatch(template)
+        if whole and whole.group(1) in point:
+            return point[whole.group(1)]
+        return FAMILY_REF.sub(
+            lambda m: _axis_text(point[m.group(1)]) if m.group(1) in point else m.group(0), template
+        )
+    if isinstance(template, dict):
+        return {instantiate(k, point): instantiate(v, point) for k, v in template.items()}
+    if isinstance(template, list):
+        return [instantiate(v, point) for v in template]
+    return template
+
+
+def unknown_axes(template: Any, point: dict[str, Scalar]) -> set[str]:
+    """``${axis}`` references in a template that the point gives no value for."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.update(n for n in FAMILY_REF.findall(value) if n not in point)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(template)
+    return found
 
 
 # --------------------------------------------------------------------------- workloads, sweeps
@@ -326,6 +459,23 @@ class Fleet(Strict):
     env: dict[str, Scalar] = Field(default_factory=dict)
     exclude_nodes: list[str] = Field(default_factory=list)
     hosts: list[str] = Field(default_factory=list)
+    # How `infermatrix run` starts processes here (launch/): all optional, facts of the fleet.
+    model_dir: str | None = Field(
+        default=None, description="folder of checkpoints as plain directories: ${MODEL} is "
+        "model_dir/<checkpoint>; unset: ${MODEL} is the HF id (resolved through the HF cache)")
+    commands: dict[str, list[str]] = Field(
+        default_factory=dict, description="argv prefixes replaced on this fleet, e.g. 'vllm serve' "
+        "-> a CPU build's module entry point; tokens starting with ./ are relative to the repo")
+    container_image: dict[str, str] = Field(
+        default_factory=dict, description="engine image -> image to run instead (a local mirror, "
+        "or a squashfs file for Pyxis/enroot)")
+    slurm_args: list[str] = Field(
+        default_factory=list, description="extra salloc/sbatch options (--qos=..., --reservation=...)")
+    time_limit_minutes: PositiveInt | None = Field(
+        default=None, description="SLURM allocation time limit (default: the job's time-out)")
+    ssh_user: str | None = None
+    workdir: str | None = Field(
+        default=None, description="ssh fleets: shared folder on the hosts for logs and files")
 
     @property
     def gpus(self) -> int:

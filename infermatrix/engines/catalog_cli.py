@@ -1,0 +1,88 @@
+"""`infermatrix catalog`: render docs/catalog.md (and its JSON form) from the recipes.
+
+    infermatrix catalog                 # write docs/catalog.md
+    infermatrix catalog --json out.json # also write the JSON the dashboard reads
+    infermatrix catalog --check         # exit 1 when docs/catalog.md (or --json) is stale (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from ..catalog.loader import default_root, load_catalog
+from ..catalog.yamlsrc import CatalogError
+from ..jsonio import write_json_atomic
+from .flags import RenderError
+
+DEFAULT_OUTPUT = Path("docs/catalog.md")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, default=None,
+                        help=f"markdown page to write (default: {DEFAULT_OUTPUT} under the catalog root)")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="also write the catalog as JSON (for the dashboard)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the output files are not up to date")
+    parser.add_argument("--root", type=Path, default=None, help="catalog root (default: this checkout)")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_text(data: object) -> str:
+    return json.dumps(data, indent=2, default=str) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report.catalog_page import build  # report sits above engines
+
+    root = (args.root or default_root()).resolve()
+    output = args.output or root / DEFAULT_OUTPUT
+    data, page = build(load_catalog(root))
+    if args.check:
+        stale = []
+        if not output.is_file() or output.read_text(encoding="utf-8") != page:
+            stale.append(str(output))
+        if args.json and (not args.json.is_file() or args.json.read_text(encoding="utf-8") != _json_text(data)):
+            stale.append(str(args.json))
+        if stale:
+            print(f"infermatrix catalog: {', '.join(stale)} out of date: run `infermatrix catalog`"
+                  + (f" --json {args.json}" if args.json else ""), file=sys.stderr)
+            return 1
+        print(f"ok: {output} is current ({data['count']} configurations)")
+        return 0
+    _write_text_atomic(output, page)
+    if args.json:
+        write_json_atomic(args.json, data)
+    print(f"wrote {output} ({data['count']} configurations)" + (f" and {args.json}" if args.json else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="infermatrix catalog", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except (CatalogError, RenderError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
