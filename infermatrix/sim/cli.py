@@ -1,0 +1,177 @@
+"""`infermatrix sim serve|info`: run the simulated engine, or print the numbers it would use.
+
+    infermatrix sim serve --recipe llama-3.1-70b-instruct/h200-vllm-fp8 --port 8123
+    infermatrix sim serve --hardware H100 --model llama-3.1-70b-instruct --precision fp8 --tp 4
+    python -m infermatrix.sim serve ...   (the same)
+
+Mistakes a person can fix print one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..catalog.loader import load_catalog
+from ..catalog.yamlsrc import CatalogError
+from .config import ROUTER_POLICIES, SimConfig, SimConfigError
+from .faults import FaultError
+from .tokens import TokenizerError
+from .tuning import Tuning
+
+PROG = "infermatrix sim"
+
+
+def _add_config_arguments(p: argparse.ArgumentParser) -> None:
+    what = p.add_argument_group("what to simulate (a recipe, or hardware × model × parallelism)")
+    what.add_argument("--recipe", help="recipe id, e.g. llama-3.1-70b-instruct/h200-vllm-fp8")
+    what.add_argument("--hardware", help="hardware name from matrix/hardware.yaml")
+    what.add_argument("--model", help="model name from matrix/models.yaml")
+    what.add_argument("--precision", help="weight precision (bf16, fp8, nvfp4, ...)")
+    what.add_argument("--tp", type=int, help="tensor parallel size (default 1)")
+    what.add_argument("--pp", type=int, help="pipeline parallel size (default 1)")
+    what.add_argument("--dp", type=int, help="data parallel size (default 1)")
+    what.add_argument("--ep", type=int, help="expert parallel size (default 1)")
+    what.add_argument("--attention-dp", action="store_true", help="data-parallel attention inside tp")
+    what.add_argument("--instances", type=int, help="identical instances behind the router (default 1)")
+    what.add_argument("--router-policy",
+                      help=f"router policy with several instances ({', '.join(ROUTER_POLICIES)})")
+    what.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="bind a recipe ${NAME} placeholder, e.g. CONC=64 (repeatable)")
+    what.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
+    knobs = p.add_argument_group("engine knobs (override the recipe)")
+    knobs.add_argument("--max-num-seqs", type=int, help="max sequences per batch (default: recipe or 256)")
+    knobs.add_argument("--max-num-batched-tokens", type=int, help="token budget per step (default 8192)")
+    knobs.add_argument("--memory-fraction", type=float, help="share of HBM for weights + KV (default 0.9)")
+    knobs.add_argument("--kv-cache-dtype", help="KV-cache dtype (default: recipe, else bf16)")
+    knobs.add_argument("--block-size", type=int, help="tokens per KV block (default 16)")
+    knobs.add_argument("--max-model-len", type=int, help="context limit (default: recipe or model)")
+    knobs.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
+    knobs.add_argument("--spec-draft-tokens", type=int, help="speculative draft tokens per step")
+    knobs.add_argument("--spec-acceptance", type=float, help="per-draft-token acceptance rate")
+    knobs.add_argument("--tuning", action="append", default=[], metavar="NAME=VALUE",
+                       help="override a constant of infermatrix/sim/tuning.py (repeatable)")
+    knobs.add_argument("--served-model-name", help="model id the API answers to (default: checkpoint)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="sim_command", metavar="{serve,info}")
+    serve = sub.add_parser("serve", help="serve the OpenAI-compatible API of a simulated deployment")
+    _add_config_arguments(serve)
+    run = serve.add_argument_group("server")
+    run.add_argument("--host", default="127.0.0.1")
+    run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--time-scale", type=float, default=1.0,
+                     help="divide every modelled duration by this (default 1.0: real time)")
+    run.add_argument("--faults", action="append", default=[], metavar="SPEC",
+                     help="server-wide faults, e.g. 'stall:after=5,seconds=2;error:status=503,rate=0.1' "
+                          "(see docs/sim.md); per request: header X-Sim-Fault")
+    run.add_argument("--seed", type=int, default=0, help="seed for routing and fault draws")
+    run.add_argument("--tokenizer", help="local directory with tokenizer.json to count prompt tokens")
+    run.add_argument("--log-level", default="INFO")
+    info = sub.add_parser("info", help="print the numbers a simulated deployment runs on (JSON)")
+    _add_config_arguments(info)
+
+
+def build_config(args: argparse.Namespace) -> SimConfig:
+    """The SimConfig the arguments describe (raises SimConfigError / CatalogError)."""
+    overrides: dict[str, str] = {}
+    for item in args.tuning:
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise SimConfigError(f"--tuning expects NAME=VALUE, got {item!r}")
+        overrides[name.strip()] = value.strip()
+    try:
+        tuning = Tuning().with_overrides(overrides)
+    except ValueError as exc:
+        raise SimConfigError(str(exc)) from None
+    cat = load_catalog(args.catalog_root)
+    knobs: dict[str, Any] = {
+        "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+        "memory_fraction": args.memory_fraction, "kv_dtype": args.kv_cache_dtype,
+        "block_size": args.block_size, "max_model_len": args.max_model_len,
+    }
+    if args.no_prefix_caching:
+        knobs["prefix_caching"] = False
+    if args.spec_draft_tokens is not None:
+        knobs["spec_draft_tokens"] = args.spec_draft_tokens
+    if args.spec_acceptance is not None:
+        knobs["spec_acceptance"] = args.spec_acceptance
+    parts = ("hardware", "model", "precision", "tp", "pp", "dp", "ep", "attention_dp", "instances",
+             "router_policy")
+    if args.recipe:
+        clash = [f"--{n.replace('_', '-')}" for n in parts if getattr(args, n)]
+        if clash:
+            raise SimConfigError(f"--recipe fixes the deployment; drop {', '.join(clash)} "
+                                 "(or describe it with --hardware/--model instead of --recipe)")
+        params = {}
+        for item in args.param:
+            name, eq, value = item.partition("=")
+            if not eq:
+                raise SimConfigError(f"--param expects NAME=VALUE, got {item!r}")
+            params[name.strip()] = value.strip()
+        return SimConfig.from_recipe(cat, args.recipe, served_model_name=args.served_model_name,
+                                     params=params, tuning=tuning, **knobs)
+    missing = [f"--{n}" for n in ("hardware", "model", "precision") if not getattr(args, n)]
+    if missing:
+        raise SimConfigError(f"give --recipe, or {', '.join(missing)}")
+    knobs = {k: v for k, v in knobs.items() if v is not None}
+    return SimConfig.from_parts(
+        cat, args.hardware, args.model, args.precision, tp=args.tp or 1, pp=args.pp or 1,
+        dp=args.dp or 1, ep=args.ep or 1, attention_dp=args.attention_dp,
+        instances=args.instances or 1, router_policy=args.router_policy or "round_robin",
+        served_model_name=args.served_model_name,
+        tuning=tuning, **knobs)
+
+
+def _serve(args: argparse.Namespace, config: SimConfig) -> int:
+    from .server import ServerOptions, parse_fault_specs, serve
+
+    options = ServerOptions(time_scale=args.time_scale, faults=parse_fault_specs(args.faults),
+                            seed=args.seed, tokenizer_dir=args.tokenizer)
+    from .tokens import PromptTokenizer
+    PromptTokenizer(args.tokenizer)  # fail before listening on a bad tokenizer
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    print(json.dumps({"simulated": config.summary()}), file=sys.stderr, flush=True)
+    try:
+        asyncio.run(serve(config, args.host, args.port, options))
+    except OSError as exc:
+        print(f"{PROG}: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description="The simulated inference engine.")
+    add_arguments(parser)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.sim_command:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: choose a command: serve or info", file=sys.stderr)
+        return 2
+    try:
+        if args.sim_command == "serve":
+            if args.time_scale <= 0:
+                raise SimConfigError("--time-scale must be positive")
+            if not 0 < args.port < 65536:
+                raise SimConfigError(f"--port must be within 1..65535, got {args.port}")
+        config = build_config(args)
+        if args.sim_command == "info":
+            print(json.dumps(config.summary(), indent=2))
+            return 0
+        return _serve(args, config)
+    except CatalogError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except (SimConfigError, FaultError, TokenizerError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2

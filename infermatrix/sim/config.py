@@ -1,0 +1,420 @@
+"""SimConfig: the pure numbers one simulated engine instance runs on, derived from catalog facts.
+
+A config describes one instance (tp × pp × dp GPUs running one scheduler); ``instances`` says how
+many identical copies sit behind the router. A disaggregated deployment is the decode pool's
+config with ``prefill`` set to the prefill pool's config and a KV transfer bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..catalog.loader import Catalog
+from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .tuning import DEFAULT_TUNING, Tuning
+
+GB = 1e9
+ROUTER_POLICIES = ("round_robin", "least_loaded", "cache_aware", "session", "random", "power_of_two")
+# router policy names as recipes spell them (sglang-router, vllm-router, trtllm, dynamo)
+POLICY_ALIASES = {
+    "round_robin": "round_robin", "roundrobin": "round_robin", "rr": "round_robin",
+    "least_loaded": "least_loaded", "load_balancing": "least_loaded", "least_request": "least_loaded",
+    "cache_aware": "cache_aware", "kv_cache_aware": "cache_aware", "kv": "cache_aware",
+    "prefix_aware": "cache_aware",
+    "session": "session", "conversation": "session", "consistent_hash": "session",
+    "random": "random", "power_of_two": "power_of_two",
+}
+
+
+class SimConfigError(ValueError):
+    """A configuration that cannot be simulated; the message is one line for a person."""
+
+
+def canonical_policy(name: str) -> str:
+    key = name.strip().lower().replace("-", "_")
+    if key not in POLICY_ALIASES:
+        raise SimConfigError(f"unknown router policy {name!r} (known: {', '.join(ROUTER_POLICIES)})")
+    return POLICY_ALIASES[key]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    # identity (labels only; every number below is what the model uses)
+    model: str
+    hardware: str
+    precision: str
+    kv_dtype: str
+    served_model_name: str
+    # per GPU
+    peak_flops: float  # FLOP/s at the precision's matmul dtype, dense
+    hbm_bw: float  # bytes/s
+    memory_bytes: float
+    scale_up_bw: float  # bytes/s, one direction
+    scale_up_domain: int
+    # model
+    total_params: float
+    active_params: float
+    layers: int
+    hidden_size: int
+    attention: str
+    kv_heads: int
+    moe_experts: int
+    moe_active_experts: int
+    bytes_per_param: float
+    kv_bytes_per_token: float  # one copy of the cache, all layers
+    max_model_len: int
+    # parallelism of one instance
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    attention_dp: bool = False
+    # engine knobs
+    max_num_seqs: int = DEFAULT_TUNING.max_num_seqs
+    max_num_batched_tokens: int = DEFAULT_TUNING.max_num_batched_tokens
+    memory_fraction: float = DEFAULT_TUNING.memory_fraction
+    block_size: int = DEFAULT_TUNING.block_size
+    prefix_caching: bool = True
+    spec_draft_tokens: int = 0
+    spec_acceptance: float = 0.0
+    stream_interval: int = 1  # tokens per streamed chunk (TensorRT-LLM stream_interval)
+    # deployment
+    instances: int = 1
+    router_policy: str = "round_robin"
+    prefill: SimConfig | None = None
+    kv_transfer_bw: float = 0.0  # bytes/s for one prefill→decode handoff
+    tuning: Tuning = field(default=DEFAULT_TUNING)
+
+    # ------------------------------------------------------------------ derived numbers
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one instance."""
+        return self.tp * self.pp * (1 if self.attention_dp else self.dp)
+
+    @property
+    def total_gpus(self) -> int:
+        own = self.gpus * self.instances
+        return own + (self.prefill.total_gpus if self.prefill else 0)
+
+    @property
+    def weight_shards(self) -> int:
+        return _weight_shards(self.tp, self.pp, self.dp, self.ep, self.attention_dp)
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        return self.total_params * self.bytes_per_param / self.weight_shards
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters in routed experts (total − active = (E − k) × expert size)."""
+        if self.moe_experts <= self.moe_active_experts or self.moe_experts == 0:
+            return 0.0
+        per_expert = (self.total_params - self.active_params) / (self.moe_experts - self.moe_active_experts)
+        return per_expert * self.moe_experts
+
+    @property
+    def kv_shards(self) -> int:
+        """Ways one instance splits its KV cache. MLA keeps one latent per token, replicated
+        across the attention TP group; GQA splits KV heads (replicating beyond kv_heads)."""
+        attn_tp = self.tp // self.dp if self.attention_dp else self.tp
+        per_group = 1 if self.attention.startswith("mla") else min(attn_tp, self.kv_heads)
+        return self.pp * self.dp * per_group
+
+    @property
+    def kv_bytes_per_gpu(self) -> float:
+        return self.memory_bytes * self.memory_fraction - self.weight_bytes_per_gpu
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """Tokens of KV one instance can hold: (HBM × fraction − weights) / KV bytes per token."""
+        return max(0, int(self.kv_bytes_per_gpu * self.kv_shards / self.kv_bytes_per_token))
+
+    @property
+    def num_blocks(self) -> int:
+        return self.kv_capacity_tokens // self.block_size
+
+    @property
+    def fabric_bw(self) -> float:
+        """Bandwidth of the collectives inside one instance."""
+        if self.gpus <= self.scale_up_domain:
+            return self.scale_up_bw
+        return self.tuning.inter_node_gbps * GB
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill is not None
+
+    def check(self) -> None:
+        if self.num_blocks < 1:
+            raise SimConfigError(
+                f"{self.model} at {self.precision} needs {self.weight_bytes_per_gpu / GB:.0f} GB of "
+                f"weights per GPU; {self.hardware} leaves no room for KV cache "
+                f"({self.memory_bytes / GB:.0f} GB × {self.memory_fraction})")
+        if self.prefill is not None:
+            self.prefill.check()
+
+    def summary(self) -> dict[str, Any]:
+        """What the server logs at start and /v1/models reports: the numbers that matter."""
+        out: dict[str, Any] = {
+            "model": self.model, "hardware": self.hardware, "precision": self.precision,
+            "kv_dtype": self.kv_dtype, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
+            "attention_dp": self.attention_dp, "instances": self.instances,
+            "gpus": self.total_gpus,
+            "weight_gb_per_gpu": round(self.weight_bytes_per_gpu / GB, 2),
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
+            "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
+            "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
+            "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
+            "router_policy": self.router_policy,
+        }
+        if self.prefill is not None:
+            out["prefill"] = self.prefill.summary()
+            out["kv_transfer_gbps"] = round(self.kv_transfer_bw / GB, 1)
+        return out
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_parts(
+        cls, catalog: Catalog | None, hardware: str | Hardware, model: str | Model, precision: str, *,
+        tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, attention_dp: bool = False,
+        kv_dtype: str | None = None, served_model_name: str | None = None,
+        max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+        memory_fraction: float | None = None, block_size: int | None = None,
+        prefix_caching: bool = True, max_model_len: int | None = None,
+        spec_draft_tokens: int = 0, spec_acceptance: float | None = None,
+        kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1, router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING,
+    ) -> SimConfig:
+        """A config from hardware and model (catalog names or schema objects) and knobs."""
+        hw, hw_name = _lookup(catalog, "hardware", hardware)
+        mdl, model_name = _lookup(catalog, "model", model)
+        if precision not in PRECISIONS:
+            raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+        dtype, bytes_per_param = PRECISIONS[precision]
+        if dtype not in hw.tflops:
+            raise SimConfigError(f"{hw_name} has no {dtype} compute for precision {precision!r}")
+        kv_dtype = _kv_dtype(kv_dtype)
+        if kv_dtype in mdl.kv_bytes_per_token:
+            kv_bytes = float(mdl.kv_bytes_per_token[kv_dtype])
+        else:  # scale the 16-bit figure by element size
+            base = mdl.kv_bytes_per_token.get("bf16") or mdl.kv_bytes_per_token.get("fp16")
+            if base is None:
+                raise SimConfigError(f"{model_name} gives no KV bytes per token for {kv_dtype}")
+            kv_bytes = base * {"fp8": 0.5, "int8": 0.5, "fp4": 0.28125}.get(kv_dtype, 1.0)
+        for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep), ("instances", instances)):
+            if value < 1:
+                raise SimConfigError(f"{name} must be at least 1, got {value}")
+        if attention_dp and tp % dp:
+            raise SimConfigError(f"with attention_dp, tp ({tp}) must be divisible by dp ({dp})")
+        if kv_free_fraction is not None:
+            # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
+            # (weights + share × (HBM − weights)) / HBM
+            weights = mdl.total_params_b * 1e9 * bytes_per_param / _weight_shards(tp, pp, dp, ep, attention_dp)
+            memory_fraction = (weights + kv_free_fraction * (hw.memory_gb * GB - weights)) / (hw.memory_gb * GB)
+        cfg = cls(
+            model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
+            served_model_name=served_model_name or mdl.hf_id,
+            peak_flops=hw.tflops[dtype] * 1e12, hbm_bw=hw.hbm_tbps * 1e12,
+            memory_bytes=hw.memory_gb * GB, scale_up_bw=hw.scale_up_gbps * GB,
+            scale_up_domain=hw.scale_up_domain,
+            total_params=mdl.total_params_b * 1e9, active_params=mdl.active_params_b * 1e9,
+            layers=mdl.layers, hidden_size=mdl.hidden_size, attention=mdl.attention,
+            kv_heads=mdl.kv_heads, moe_experts=mdl.moe_experts,
+            moe_active_experts=mdl.moe_active_experts, bytes_per_param=bytes_per_param,
+            kv_bytes_per_token=kv_bytes, max_model_len=min(max_model_len or mdl.max_context, mdl.max_context),
+            tp=tp, pp=pp, dp=dp, ep=ep, attention_dp=attention_dp,
+            max_num_seqs=max_num_seqs or tuning.max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens or tuning.max_num_batched_tokens,
+            memory_fraction=memory_fraction or tuning.memory_fraction,
+            block_size=block_size or tuning.block_size, prefix_caching=prefix_caching,
+            spec_draft_tokens=spec_draft_tokens,
+            spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
+                             else spec_acceptance) if spec_draft_tokens else 0.0,
+            stream_interval=max(1, stream_interval),
+            instances=instances, router_policy=canonical_policy(router_policy), tuning=tuning,
+        )
+        cfg.check()
+        return cfg
+
+    @classmethod
+    def from_recipe(cls, catalog: Catalog, recipe_id: str, *, served_model_name: str | None = None,
+                    params: dict[str, Any] | None = None, tuning: Tuning = DEFAULT_TUNING,
+                    **overrides: Any) -> SimConfig:
+        """The deployment a recipe describes.
+
+        ``params`` binds ``${NAME}`` placeholders left to run time (``{"CONC": 64}`` for a recipe
+        with ``max-num-seqs: ${CONC}``); an arg whose placeholder stays unbound is ignored.
+        ``overrides`` are from_parts knobs (max_num_seqs=…, kv_dtype=…) applied to every pool,
+        over whatever the recipe says."""
+        if recipe_id not in catalog.recipes:
+            raise SimConfigError(f"unknown recipe {recipe_id!r} (see benchmarks/; e.g. "
+                                 f"{next(iter(catalog.recipes), 'none')})")
+        recipe = catalog.recipes[recipe_id]
+        name = served_model_name or recipe.checkpoint or catalog.models[recipe.model].hf_id
+
+        bound = {**recipe.params, **(params or {})}
+
+        def pool_config(pool: Pool) -> SimConfig:
+            knobs = _engine_knobs(recipe, pool, bound)
+            knobs.update({k: v for k, v in overrides.items() if v is not None})
+            par = pool.parallel
+            spec = pool.spec_decode or recipe.spec_decode
+            return cls.from_parts(
+                catalog, recipe.hardware, recipe.model, recipe.precision,
+                tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, attention_dp=par.attention_dp,
+                served_model_name=name, instances=pool.instances,
+                router_policy=recipe.router.policy if recipe.router else "round_robin",
+                spec_draft_tokens=spec.draft_tokens if spec else 0,
+                spec_acceptance=spec.acceptance_rate if spec else None,
+                tuning=tuning, **knobs,
+            )
+
+        pools = recipe.topology.pools
+        if recipe.topology.mode == "aggregated":
+            if len(pools) > 1:
+                # several 'both' pools: the sim serves them as one pool of the first kind
+                total = sum(p.instances for p in pools)
+                return replace(pool_config(pools[0]), instances=total)
+            return pool_config(pools[0])
+        prefill_pool = next(p for p in pools if p.role == "prefill")
+        decode_pool = next(p for p in pools if p.role == "decode")
+        prefill = pool_config(prefill_pool)
+        decode = pool_config(decode_pool)
+        return replace(decode, prefill=prefill, kv_transfer_bw=_kv_transfer_bw(prefill, decode))
+
+
+def _weight_shards(tp: int, pp: int, dp: int, ep: int, attention_dp: bool) -> int:
+    """Ways the weights are split: plain DP replicas each hold a full tp × pp copy."""
+    if dp > 1 and not attention_dp and ep == 1:
+        return tp * pp
+    return tp * pp * (1 if attention_dp else dp)
+
+
+def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
+    if not isinstance(value, str):
+        return value, getattr(value, "display_name", kind)
+    table = None if catalog is None else (catalog.hardware if kind == "hardware" else catalog.models)
+    if table is None:
+        raise SimConfigError(f"{kind} {value!r} given by name but no catalog loaded")
+    if value not in table:
+        where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
+        raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
+    return table[value], value
+
+
+def _kv_dtype(value: str | None) -> str:
+    if value in (None, "", "auto"):
+        return "bf16"  # engines keep KV in the activation dtype unless told otherwise
+    value = value.lower()
+    if value.startswith("fp8"):
+        return "fp8"
+    if value in ("bf16", "bfloat16"):
+        return "bf16"
+    if value in ("fp16", "float16", "half"):
+        return "fp16"
+    if value in ("fp4", "nvfp4", "int8"):
+        return "fp4" if value != "int8" else "int8"
+    raise SimConfigError(f"unknown KV cache dtype {value!r}")
+
+
+_PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
+
+# engine argument (normalised: lower case, '-' for '_') -> SimConfig knob
+_ARG_KNOBS = {
+    "max-num-seqs": "max_num_seqs", "max-running-requests": "max_num_seqs",
+    "max-batch-size": "max_num_seqs",
+    "max-num-batched-tokens": "max_num_batched_tokens", "chunked-prefill-size": "max_num_batched_tokens",
+    "max-num-tokens": "max_num_batched_tokens",
+    "gpu-memory-utilization": "memory_fraction", "mem-fraction-static": "memory_fraction",
+    "free-gpu-memory-fraction": "memory_fraction",
+    "block-size": "block_size", "page-size": "block_size", "tokens-per-block": "block_size",
+    "max-model-len": "max_model_len", "context-length": "max_model_len", "max-seq-len": "max_model_len",
+    "stream-interval": "stream_interval", "max-prefill-tokens": "max_prefill_tokens",
+    # TensorRT-LLM: the share of the memory left after the weights, not of the whole HBM
+    "kv-cache-config.free-gpu-memory-fraction": "kv_free_fraction",
+}
+
+
+def _resolve(value: Any, params: dict[str, Any]) -> Any:
+    """Substitute ${NAME} from the recipe's params; None when a name is bound only at run time."""
+    if not isinstance(value, str):
+        return value
+    names = _PLACEHOLDER.findall(value)
+    if any(n not in params for n in names):
+        return None
+    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), value)
+
+
+def _settings(pool: Pool) -> list[tuple[str, Any]]:
+    """Every (key, value) a pool sets: its command-line args, then its engine config file with
+    nested sections flattened (TensorRT-LLM kv_cache_config.free_gpu_memory_fraction, ...)."""
+    out: list[tuple[str, Any]] = [(k, v) for k, v in pool.args.items()]
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out.append((prefix, value))
+
+    walk("", pool.config)
+    return out
+
+
+def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[str, Any]:
+    """The scheduler knobs a pool's engine args and config set (the rest are launch details)."""
+    knobs: dict[str, Any] = {}
+    if recipe.kv_cache_dtype:
+        knobs["kv_dtype"] = recipe.kv_cache_dtype
+    if recipe.max_model_len:
+        knobs["max_model_len"] = recipe.max_model_len
+    for raw_key, raw in _settings(pool):
+        key = raw_key.lower().lstrip("-").replace("_", "-")
+        value = _resolve(raw, params)
+        if value is None:
+            continue
+        if key in _ARG_KNOBS:
+            try:
+                num = float(value)
+            except (TypeError, ValueError):
+                continue
+            if num <= 0:  # -1 / 0: "no limit" or "disabled" (SGLang chunked-prefill-size -1)
+                continue
+            knob = _ARG_KNOBS[key]
+            knobs[knob] = num if knob in ("memory_fraction", "kv_free_fraction") else int(num)
+        elif key in ("kv-cache-dtype", "kv-cache-config.dtype") and str(value) != "auto":
+            knobs["kv_dtype"] = str(value)
+        elif key in ("no-enable-prefix-caching", "disable-radix-cache", "enable-prefix-caching",
+                     "kv-cache-config.enable-block-reuse"):
+            # the flag either disables caching when set, or enables it
+            knobs["prefix_caching"] = _truthy(value) == (key in ("enable-prefix-caching",
+                                                                  "kv-cache-config.enable-block-reuse"))
+    # SGLang without chunked prefill: a step prefills up to max-prefill-tokens
+    prefill_cap = knobs.pop("max_prefill_tokens", None)
+    if prefill_cap and "max_num_batched_tokens" not in knobs:
+        knobs["max_num_batched_tokens"] = prefill_cap
+    return knobs
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "1", "yes")
+
+
+def _kv_transfer_bw(prefill: SimConfig, decode: SimConfig) -> float:
+    """One handoff streams over every GPU pair of the smaller instance; inside one scale-up
+    domain (NVL72) it rides NVLink, otherwise the scale-out NICs."""
+    lanes = min(prefill.gpus, decode.gpus)
+    if prefill.total_gpus + decode.gpus * decode.instances <= decode.scale_up_domain:
+        per_lane = decode.scale_up_bw
+    else:
+        per_lane = decode.tuning.inter_node_gbps * GB
+    return per_lane * lanes
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    return math.ceil(tokens / block_size)

@@ -1,0 +1,272 @@
+"""Engine instances on an event kernel, and the deployment (pools + router) in front of them.
+
+An ``Instance`` drives one ``EngineCore``: schedule a step, ask the roofline how long it takes,
+have the kernel call back when it ends, apply it, repeat while there is work. A ``Deployment``
+is what a recipe's topology describes: N identical instances behind a router, or prefill and
+decode pools with a KV handoff between them. Both run unchanged on the real-time kernel (the
+HTTP server) and the virtual kernel (``virtual.simulate``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .clock import Kernel
+from .config import SimConfig
+from .perf import PerfModel
+from .router import Router
+from .scheduler import EngineCore, Seq, Step
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What the engine needs to know about a request: sizes and token identity."""
+
+    prompt_tokens: int
+    max_tokens: int
+    hashes: tuple[int, ...] = ()  # chain hashes of the prompt's full blocks (prefix cache)
+    session: str | None = None  # affinity key for the router
+
+
+class RequestRecord:
+    """The life of one request across the deployment, in model seconds."""
+
+    __slots__ = ("rid", "submitted_at", "prompt_tokens", "max_tokens", "cached_tokens",
+                 "completion_tokens", "first_token_at", "finished_at", "token_times", "preemptions",
+                 "instance", "prefill_instance", "done", "aborted", "_seq", "_owner", "on_update")
+
+    def __init__(self, rid: int, req: EngineRequest, t: float, record_times: bool,
+                 on_update: Callable[[RequestRecord, int, float], None] | None):
+        self.rid = rid
+        self.submitted_at = t
+        self.prompt_tokens = req.prompt_tokens
+        self.max_tokens = req.max_tokens
+        self.cached_tokens = 0
+        self.completion_tokens = 0
+        self.first_token_at = -1.0
+        self.finished_at = -1.0
+        self.token_times: array | None = array("d") if record_times else None
+        self.preemptions = 0
+        self.instance = ""
+        self.prefill_instance = ""
+        self.done = False
+        self.aborted = False
+        self._seq: Seq | None = None
+        self._owner: Instance | None = None
+        self.on_update = on_update
+
+    @property
+    def ttft(self) -> float:
+        return self.first_token_at - self.submitted_at
+
+    @property
+    def tpot(self) -> float | None:
+        if self.completion_tokens < 2:
+            return None
+        return (self.finished_at - self.first_token_at) / (self.completion_tokens - 1)
+
+
+class Instance:
+    def __init__(self, name: str, cfg: SimConfig, kernel: Kernel, *, want_times: bool = True,
+                 streaks: bool = True):
+        self.name = name
+        self.kernel = kernel
+        self.core = EngineCore(cfg, PerfModel(cfg))
+        self.busy = False
+        self._kicked = False
+        # batch identical decode steps only in virtual time, where nobody watches them stream
+        self._streaks = kernel.virtual and streaks
+        self.want_times = want_times  # per-token times of streaks (only virtual runs record them)
+        self._inflight: tuple[Step, list[float]] | None = None
+        self._version = 0
+
+    @property
+    def load(self) -> int:
+        return self.core.load
+
+    def cached_prefix(self, hashes: Sequence[int]) -> int:
+        return self.core.pool.probe(hashes)
+
+    def submit(self, seq: Seq) -> None:
+        self.core.add(seq)
+        if self.busy and self._inflight is not None and len(self._inflight[1]) > 1:
+            self._cut_streak()
+        if not self.busy and not self._kicked:
+            # start on the next event, so requests arriving at the same instant share a step
+            self._kicked = True
+            self.kernel.call_soon(self._kick)
+
+    def _kick(self) -> None:
+        self._kicked = False
+        if not self.busy:
+            self._start()
+
+    def abort(self, seq: Seq) -> None:
+        self.core.abort(seq)
+
+    def _start(self) -> None:
+        step = self.core.schedule()
+        if step is None:
+            return
+        end = self.kernel.now + self.core.perf.step_time(step.shape)
+        ends = self.core.decode_streak(step, end) if self._streaks and step.pure_decode else [end]
+        self.busy = True
+        self._inflight = (step, ends)
+        self._version += 1
+        self.kernel.call_at(ends[-1], self._done, step, ends, self._version)
+
+    def _cut_streak(self) -> None:
+        """New work arrived during a streak: end it with the step now running, as stepping
+        one at a time would have admitted the newcomer at that step's end."""
+        step, ends = self._inflight  # type: ignore[misc]
+        j = bisect.bisect_left(ends, self.kernel.now)
+        if j >= len(ends) - 1:
+            return
+        ends = ends[:j + 1]
+        self._inflight = (step, ends)
+        self._version += 1
+        self.kernel.call_at(ends[-1], self._done, step, ends, self._version)
+
+    def _done(self, step: Step, ends: list[float], version: int) -> None:
+        if version != self._version:
+            return  # a streak that was cut short: its new end is scheduled
+        # stay busy while applying: sinks may submit new work, which must wait for _start
+        if len(ends) == 1:
+            self.core.finish(step, ends[0])
+        else:
+            self.core.finish_streak(step, ends, self.want_times)
+        self.busy = False
+        self._inflight = None
+        self._start()
+
+
+class Deployment:
+    """The front door: routes requests over instances; disaggregated pools hand KV over."""
+
+    def __init__(self, cfg: SimConfig, kernel: Kernel, *, record_times: bool = False, seed: int = 0,
+                 streaks: bool = True):
+        self.cfg = cfg
+        self.kernel = kernel
+        self.record_times = record_times
+        role = "decode" if cfg.prefill else "worker"
+        opts = {"want_times": record_times, "streaks": streaks}
+        self.instances = [Instance(f"{role}-{i}", cfg, kernel, **opts) for i in range(cfg.instances)]
+        self.prefill_instances = ([Instance(f"prefill-{i}", cfg.prefill, kernel, **opts)
+                                   for i in range(cfg.prefill.instances)] if cfg.prefill else [])
+        self.router = Router(cfg.router_policy, seed)
+        # decode placement follows load (the prefix cache matters on the prefill side)
+        decode_policy = "least_loaded" if cfg.router_policy == "cache_aware" else cfg.router_policy
+        self.decode_router = Router(decode_policy, seed + 1)
+        self._capacity = min(i.core.cfg.kv_capacity_tokens for i in self.all_instances)
+        self._rid = 0
+        self.kv_transfers = 0
+        self.kv_transfer_seconds = 0.0
+
+    @property
+    def all_instances(self) -> list[Instance]:
+        return self.prefill_instances + self.instances
+
+    def reject_reason(self, req: EngineRequest) -> str | None:
+        """Why a request can never be served (too long), or None."""
+        total = req.prompt_tokens + req.max_tokens
+        if req.prompt_tokens < 1:
+            return "the prompt is empty"
+        if req.max_tokens < 1:
+            return "max_tokens must be at least 1"
+        if total > self.cfg.max_model_len:
+            return (f"This model's maximum context length is {self.cfg.max_model_len} tokens; "
+                    f"the request needs {total} ({req.prompt_tokens} prompt + {req.max_tokens} "
+                    f"completion)")
+        capacity = self._capacity
+        if total > capacity:
+            return f"the request needs {total} tokens of KV cache; one instance holds {capacity}"
+        return None
+
+    def submit(self, req: EngineRequest,
+               on_update: Callable[[RequestRecord, int, float], None] | None = None) -> RequestRecord:
+        """Start serving ``req`` at the kernel's current time. ``on_update(record, n, t)`` is
+        called for every n tokens emitted at model time t (record.done tells the end)."""
+        self._rid += 1
+        rec = RequestRecord(self._rid, req, self.kernel.now, self.record_times, on_update)
+        if self.prefill_instances:
+            i = self.router.pick(self.prefill_instances, req.hashes, req.session)
+            inst = self.prefill_instances[i]
+            rec.prefill_instance = inst.name
+            seq = Seq(rec.rid, req.prompt_tokens, 1, req.hashes,
+                      lambda s, n, t, ts: self._handoff(rec, req, s, t))
+        else:
+            i = self.router.pick(self.instances, req.hashes, req.session)
+            inst = self.instances[i]
+            rec.instance = inst.name
+            seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
+                      lambda s, n, t, ts: self._progress(rec, s, n, t, ts))
+        rec._seq, rec._owner = seq, inst
+        inst.submit(seq)
+        return rec
+
+    def abort(self, rec: RequestRecord) -> None:
+        if rec.done:
+            return
+        rec.aborted = rec.done = True
+        if rec._seq is not None and rec._owner is not None:
+            rec._owner.abort(rec._seq)
+
+    def _progress(self, rec: RequestRecord, seq: Seq, n: int, t: float,
+                  times: Sequence[float] | None = None) -> None:
+        if rec.aborted:
+            return
+        if rec.first_token_at < 0:
+            rec.first_token_at = times[0] if times else t
+            rec.cached_tokens = max(rec.cached_tokens, seq.cached_tokens)
+        rec.completion_tokens += n
+        if rec.token_times is not None:
+            rec.token_times.extend(times if times else [t] * n)
+        if seq.done:
+            rec.done = True
+            rec.finished_at = t
+            rec.preemptions += seq.preemptions
+        if rec.on_update is not None:
+            rec.on_update(rec, n, t)
+
+    def _handoff(self, rec: RequestRecord, req: EngineRequest, seq: Seq, t: float) -> None:
+        """Prefill done (its first token sampled): stream the KV to a decode instance."""
+        if rec.aborted:
+            return
+        rec.cached_tokens = seq.cached_tokens
+        rec.preemptions += seq.preemptions
+        cfg = self.cfg
+        seconds = (cfg.tuning.kv_transfer_latency_s
+                   + req.prompt_tokens * cfg.prefill.kv_bytes_per_token / cfg.kv_transfer_bw)  # type: ignore[union-attr]
+        self.kv_transfers += 1
+        self.kv_transfer_seconds += seconds
+        rec._seq = None
+        self.kernel.call_at(t + seconds, self._to_decode, rec, req)
+
+    def _to_decode(self, rec: RequestRecord, req: EngineRequest) -> None:
+        if rec.aborted:
+            return
+        t = self.kernel.now
+        # the prefill's sampled token reaches the client with the KV
+        seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
+                  lambda s, n, tt, ts: self._progress(rec, s, n, tt, ts), remote_kv=True, already_output=1)
+        seq.first_at = t
+        if req.max_tokens == 1:
+            seq.done = True
+            self._progress(rec, seq, 1, t)
+            return
+        self._progress(rec, seq, 1, t)
+        i = self.decode_router.pick(self.instances, req.hashes, req.session)
+        inst = self.instances[i]
+        rec.instance = inst.name
+        rec._seq, rec._owner = seq, inst
+        inst.submit(seq)
+
+    def reset_prefix_cache(self) -> int:
+        return sum(i.core.pool.reset() for i in self.all_instances)
+
+    @property
+    def idle(self) -> bool:
+        return all(i.core.load == 0 for i in self.all_instances)

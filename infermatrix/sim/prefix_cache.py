@@ -1,0 +1,128 @@
+"""Block-based KV cache with prefix sharing and LRU eviction.
+
+KV lives in fixed-size blocks. A full block of prompt tokens is identified by a chain hash (its
+tokens and everything before it), so two prompts with the same prefix share blocks. A block
+nobody references stays cached (evictable, least recently used first) until its memory is needed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+
+
+def chain_hashes(tokens: Sequence[Hashable], block_size: int) -> tuple[int, ...]:
+    """One hash per full block; each covers the block's tokens and the hash before it."""
+    out: list[int] = []
+    parent = 0
+    for start in range(0, len(tokens) - block_size + 1, block_size):
+        parent = hash((parent, tuple(tokens[start:start + block_size])))
+        out.append(parent)
+    return tuple(out)
+
+
+class BlockPool:
+    def __init__(self, num_blocks: int, block_size: int, caching: bool = True):
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.caching = caching
+        # Sparse on purpose: a large-memory deployment has tens of millions of blocks, of which
+        # a run touches few. Blocks >= _fresh were never used.
+        self._fresh = 0
+        self._free: list[int] = []  # used before, now free and uncached
+        self._lru: OrderedDict[int, None] = OrderedDict()  # cached, unreferenced: evictable
+        self._refs: dict[int, int] = {}  # block -> references (absent: 0)
+        self._hash_of: dict[int, int] = {}  # block -> hash of the prompt block it holds
+        self._block_of: dict[int, int] = {}  # hash -> block
+        self.query_tokens = 0  # prefix-cache lookups, in tokens (for the hit rate)
+        self.hit_tokens = 0
+
+    @property
+    def free_blocks(self) -> int:
+        return self.num_blocks - self._fresh + len(self._free) + len(self._lru)
+
+    @property
+    def used_blocks(self) -> int:
+        return self.num_blocks - self.free_blocks
+
+    @property
+    def usage(self) -> float:
+        return self.used_blocks / self.num_blocks if self.num_blocks else 0.0
+
+    def match(self, hashes: Sequence[int]) -> list[int]:
+        """The cached blocks of the longest cached prefix (not yet referenced)."""
+        if not self.caching:
+            return []
+        out = []
+        for h in hashes:
+            block = self._block_of.get(h)
+            if block is None:
+                break
+            out.append(block)
+        return out
+
+    def probe(self, hashes: Sequence[int]) -> int:
+        """Cached prefix length in tokens, without touching anything (for the router)."""
+        return len(self.match(hashes)) * self.block_size
+
+    def record_lookup(self, query: int, hit: int) -> None:
+        self.query_tokens += query
+        self.hit_tokens += hit
+
+    def acquire(self, blocks: Sequence[int]) -> None:
+        refs = self._refs
+        for b in blocks:
+            n = refs.get(b, 0)
+            if n == 0:
+                self._lru.pop(b, None)
+            refs[b] = n + 1
+
+    def allocate(self, n: int) -> list[int] | None:
+        """``n`` fresh blocks, evicting least recently used cached ones; None if too few."""
+        if n > self.free_blocks:
+            return None
+        out = []
+        refs = self._refs
+        for _ in range(n):
+            if self._free:
+                b = self._free.pop()
+            elif self._fresh < self.num_blocks:
+                b = self._fresh
+                self._fresh += 1
+            else:
+                b, _ = self._lru.popitem(last=False)
+                h = self._hash_of.pop(b, None)
+                if h is not None and self._block_of.get(h) == b:
+                    del self._block_of[h]
+            refs[b] = 1
+            out.append(b)
+        return out
+
+    def commit(self, block: int, h: int) -> None:
+        """A block now holds the KV of a full prompt block with hash ``h``: share it."""
+        if self.caching and h not in self._block_of:
+            self._block_of[h] = block
+            self._hash_of[block] = h
+
+    def release(self, blocks: Sequence[int]) -> None:
+        # release the tail first so a prompt's last blocks are evicted before its first ones
+        refs = self._refs
+        for b in reversed(blocks):
+            n = refs[b] - 1
+            if n:
+                refs[b] = n
+                continue
+            del refs[b]
+            if b in self._hash_of:
+                self._lru[b] = None
+            else:
+                self._free.append(b)
+
+    def reset(self) -> int:
+        """Forget every cached prefix (blocks in use keep their KV but are shared no more)."""
+        dropped = len(self._block_of)
+        self._free.extend(self._lru)
+        self._lru.clear()
+        self._hash_of.clear()  # blocks in use return to the free list when released
+        self._block_of.clear()
+        return dropped

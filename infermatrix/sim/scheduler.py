@@ -1,0 +1,349 @@
+"""Continuous batching for one engine instance: which sequences run in the next step.
+
+Each step has a token budget (max_num_batched_tokens). Running sequences go first, in admission
+order: a decoding sequence takes one token (plus draft tokens with speculative decoding), a
+prefilling one a chunk of what is left of its prompt. Then waiting sequences are admitted while
+the budget, the batch size (max_num_seqs) and the KV blocks last; a cached prompt prefix costs
+nothing. When a running sequence needs a KV block and none is free, the most recently admitted
+sequence is preempted: its blocks are freed and it will recompute its context later.
+
+The core is clock-free: ``schedule()`` returns a step, the caller decides how long it takes and
+when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers share it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import SimConfig
+from .perf import BatchShape, PerfModel
+from .prefix_cache import BlockPool
+
+# Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
+ADMISSION_WATERMARK = 0.01
+# Longest run of decode steps applied at once in virtual time (an arrival cuts it short, and
+# the steps past the cut were computed for nothing).
+MAX_STREAK = 512
+
+
+# sink(seq, n, t, times): n tokens emitted, the last at model time t; ``times`` holds one time
+# per token when they were emitted by several steps at once (virtual-time decode streaks).
+Sink = Callable[["Seq", int, float, Sequence[float] | None], None]
+
+
+class Seq:
+    """One sequence inside one instance."""
+
+    __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
+                 "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
+                 "first_at", "done", "aborted", "remote_kv")
+
+    def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
+                 sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0):
+        self.rid = rid
+        self.prompt_len = prompt_len
+        self.max_tokens = max_tokens
+        self.hashes = hashes
+        self.sink = sink
+        self.num_computed = 0
+        self.num_output = already_output
+        self.blocks: list[int] = []
+        self.committed = 0
+        self.cached_tokens = 0
+        self.admitted = False
+        self.preemptions = 0
+        self.credit = 0.5  # speculative decoding: fractional accepted tokens carried over
+        self.first_at = -1.0
+        self.done = False
+        self.aborted = False
+        self.remote_kv = remote_kv  # KV arrives from a prefill instance: no prefill here
+
+    @property
+    def target(self) -> int:
+        """Tokens whose KV must exist before the next token can be sampled."""
+        return self.prompt_len + self.num_output
+
+
+@dataclass
+class Step:
+    entries: list[tuple[Seq, int, int]]  # (sequence, tokens computed, draft tokens)
+    shape: BatchShape
+    pure_decode: bool  # every sequence decodes (one token, plus drafts): no prefill chunk
+
+
+class EngineCore:
+    def __init__(self, cfg: SimConfig, perf: PerfModel | None = None):
+        self.cfg = cfg
+        self.perf = perf or PerfModel(cfg)
+        self.pool = BlockPool(cfg.num_blocks, cfg.block_size, cfg.prefix_caching)
+        self.bs = cfg.block_size
+        self.draft = cfg.spec_draft_tokens
+        # expected accepted draft tokens per step (chain acceptance a + a² + … + a^k)
+        a = cfg.spec_acceptance
+        self.accept_mean = sum(a ** i for i in range(1, self.draft + 1))
+        self.waiting: deque[Seq] = deque()
+        self.running: list[Seq] = []
+        self.watermark = int(cfg.num_blocks * ADMISSION_WATERMARK)
+        # counters for /metrics
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.preemptions_total = 0
+        self.finished_total = 0
+        self.steps_total = 0
+
+    # ------------------------------------------------------------------ intake
+
+    def add(self, seq: Seq) -> None:
+        self.waiting.append(seq)
+
+    def abort(self, seq: Seq) -> None:
+        """The client went away: free its KV now (a step in flight skips it)."""
+        if seq.done:
+            return
+        seq.aborted = seq.done = True
+        if seq in self.running:
+            self.running.remove(seq)
+            self.pool.release(seq.blocks)
+            seq.blocks = []
+        else:
+            try:
+                self.waiting.remove(seq)
+            except ValueError:
+                pass
+
+    @property
+    def load(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    def blocks_needed(self, tokens: int) -> int:
+        return -(-tokens // self.bs)
+
+    # ------------------------------------------------------------------ one step
+
+    def schedule(self) -> Step | None:
+        budget = self.cfg.max_num_batched_tokens
+        entries: list[tuple[Seq, int, int]] = []
+        pool = self.pool
+        running = self.running
+        preempted = False
+        i = 0
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            n = min(seq.target - seq.num_computed, budget)
+            draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
+            need = self.blocks_needed(seq.num_computed + n + draft) - len(seq.blocks)
+            if need > 0:
+                while pool.free_blocks < need and running[-1] is not seq:
+                    self._preempt(running[-1])
+                    preempted = True
+                if pool.free_blocks < need:
+                    self._preempt(seq)
+                    preempted = True
+                    break
+                seq.blocks += pool.allocate(need)  # type: ignore[operator]
+            entries.append((seq, n, draft))
+            budget -= n
+            i += 1
+        if not preempted:
+            budget = self._admit(entries, budget)
+        if not entries:
+            return None
+        tokens = seqs = kv_read = drafts = 0
+        pairs = 0.0
+        pure = True
+        for seq, n, draft in entries:
+            tokens += n
+            drafts += draft
+            kv_read += seq.num_computed + n
+            pairs += n * seq.num_computed + n * (n + 1) / 2
+            if n != 1 or seq.num_computed + 1 != seq.target:
+                pure = False
+        seqs = len(entries)
+        return Step(entries, BatchShape(tokens, seqs, kv_read, pairs, drafts), pure)
+
+    def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
+        pool = self.pool
+        while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
+            seq = self.waiting[0]
+            if seq.remote_kv and not seq.admitted:
+                seq.num_computed = seq.prompt_len + seq.num_output - 1
+                matched: list[int] = []
+            else:
+                matched = pool.match(seq.hashes) if seq.hashes else []
+                # at least one token must be computed to sample from
+                while matched and len(matched) * self.bs >= seq.target:
+                    matched.pop()
+                seq.num_computed = len(matched) * self.bs
+            n = min(seq.target - seq.num_computed, budget)
+            draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
+            pool.acquire(matched)
+            need = self.blocks_needed(seq.num_computed + n + draft) - len(matched)
+            fresh = pool.allocate(need) if pool.free_blocks - need >= self.watermark or not self.running else None
+            if fresh is None:
+                pool.release(matched)
+                seq.num_computed = 0
+                break
+            self.waiting.popleft()
+            if not seq.admitted:
+                seq.admitted = True
+                seq.cached_tokens = len(matched) * self.bs
+                if seq.hashes:
+                    pool.record_lookup(seq.prompt_len, seq.cached_tokens)
+                self.prompt_tokens_total += seq.prompt_len
+            seq.blocks = matched + fresh
+            seq.committed = len(matched)
+            self.running.append(seq)
+            entries.append((seq, n, draft))
+            budget -= n
+        return budget
+
+    def _preempt(self, seq: Seq) -> None:
+        self.running.remove(seq)
+        self.pool.release(seq.blocks)
+        seq.blocks = []
+        seq.num_computed = 0
+        seq.committed = 0
+        seq.remote_kv = False  # its KV is gone: recompute locally
+        seq.preemptions += 1
+        self.preemptions_total += 1
+        self.waiting.appendleft(seq)
+
+    def finish(self, step: Step, t: float) -> None:
+        """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
+        self.steps_total += 1
+        any_done = False
+        for seq, n, draft in step.entries:
+            if seq.aborted:
+                continue
+            seq.num_computed += n
+            self._commit(seq)
+            if seq.num_computed < seq.target:
+                continue  # mid-prefill chunk
+            g = 1
+            if draft:
+                seq.credit += self.accept_mean
+                accepted = min(int(seq.credit), draft)
+                seq.credit -= accepted
+                g += accepted
+            g = min(g, seq.max_tokens - seq.num_output)
+            seq.num_output += g
+            seq.num_computed = seq.target - 1
+            self._emit(seq, g, t)
+            if seq.num_output >= seq.max_tokens:
+                any_done = True
+        if any_done:
+            self._reap()
+
+    def _commit(self, seq: Seq) -> None:
+        full = min(seq.num_computed // self.bs, len(seq.hashes))
+        if full > seq.committed:
+            for j in range(seq.committed, full):
+                self.pool.commit(seq.blocks[j], seq.hashes[j])
+            seq.committed = full
+
+    def _emit(self, seq: Seq, g: int, t: float) -> None:
+        self.generation_tokens_total += g
+        if seq.first_at < 0:
+            seq.first_at = t
+        if seq.num_output >= seq.max_tokens:
+            seq.done = True
+        if seq.sink is not None:
+            seq.sink(seq, g, t, None)
+
+    def _reap(self) -> None:
+        keep = []
+        for seq in self.running:
+            if seq.done:
+                self.pool.release(seq.blocks)
+                seq.blocks = []
+                self.finished_total += 1
+            else:
+                keep.append(seq)
+        self.running = keep
+
+    # ------------------------------------------------------------------ virtual-time fast path
+
+    def decode_streak(self, step: Step, first_end: float) -> list[float]:
+        """End times of consecutive decode-only steps that a one-by-one run would repeat
+        identically: the batch cannot change before the last of them because no sequence
+        finishes earlier, no waiting sequence could be admitted, and the KV blocks suffice.
+        The first step is ``step`` itself. An arrival during the streak cuts it short (the
+        caller truncates ``ends``), so the result equals stepping one at a time. With
+        speculative decoding, step times assume the mean number of accepted tokens.
+        """
+        ends = [first_end]
+        seqs = self.running
+        if (not step.pure_decode or len(step.entries) != len(seqs)
+                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
+            return ends
+        per_step = 1.0 + self.accept_mean if self.draft else 1.0
+        if self.draft:  # stop before any sequence could reach its end mid-streak
+            k = min(int((s.max_tokens - s.num_output - 1) / per_step) for s in seqs)
+        else:  # the last step may finish sequences: finish_streak handles that exactly
+            k = min(s.max_tokens - s.num_output for s in seqs)
+        k = min(k, MAX_STREAK)
+        while k > 1 and self._streak_blocks(seqs, k, per_step) > self.pool.free_blocks:
+            k //= 2
+        if k <= 1:
+            return ends
+        b = len(seqs)
+        context = step.shape.kv_read - b  # tokens held before the first step
+        decode_time = self.perf.decode_time
+        draft = self.draft
+        t = first_end
+        for j in range(1, k):
+            t += decode_time(b, int(context + j * b * per_step), draft)
+            ends.append(t)
+        return ends
+
+    def _streak_blocks(self, seqs: Sequence[Seq], k: int, per_step: float) -> int:
+        """Blocks the sequences may need beyond what they hold, after ``k`` more steps."""
+        grow = int(k * per_step) + 1 + self.draft
+        need = 0
+        for s in seqs:
+            extra = self.blocks_needed(s.num_computed + grow) - len(s.blocks)
+            if extra > 0:
+                need += extra
+        return need
+
+    def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
+        """Apply ``len(ends)`` decode steps at once (see decode_streak)."""
+        k = len(ends)
+        self.steps_total += k
+        pool = self.pool
+        any_done = False
+        mean = self.accept_mean
+        for seq, _, _ in step.entries:
+            if seq.aborted:
+                continue
+            times: Sequence[float] | None = ends if want_times else None
+            if self.draft:
+                # the credit recursion of finish() over k steps, in closed form
+                total_accepted = int(seq.credit + k * mean)
+                if want_times:
+                    marks = np.floor(seq.credit + np.arange(k + 1) * mean)
+                    times = np.repeat(np.asarray(ends), 1 + np.diff(marks).astype(np.int64)).tolist()
+                seq.credit = seq.credit + k * mean - total_accepted
+                g = k + total_accepted
+            else:
+                g = k
+            seq.num_computed += g
+            need = self.blocks_needed(seq.num_computed + self.draft) - len(seq.blocks)
+            if need > 0:
+                seq.blocks += pool.allocate(need)  # type: ignore[operator]
+            self._commit(seq)
+            seq.num_output += g
+            seq.num_computed = seq.target - 1
+            self.generation_tokens_total += g
+            if seq.first_at < 0:
+                seq.first_at = ends[0]
+            if seq.num_output >= seq.max_tokens:
+                seq.done = any_done = True
+            if seq.sink is not None:
+                seq.sink(seq, g, ends[-1], times)
+        if any_done:
+            self._reap()

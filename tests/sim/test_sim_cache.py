@@ -1,0 +1,105 @@
+"""KV cache: prefix reuse, LRU eviction, exhaustion → queueing and preemption (HTTP and virtual)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sim_helpers import config, get_text, metric, post_json, run, session, stream
+
+from infermatrix.sim import SimRequest, segment_hashes, simulate
+from infermatrix.sim.prefix_cache import BlockPool, chain_hashes
+
+
+def test_block_pool_shares_prefixes_and_evicts_least_recently_used() -> None:
+    pool = BlockPool(num_blocks=4, block_size=2)
+    a = chain_hashes(list("aabbcc"), 2)
+    b = chain_hashes(list("ddee"), 2)
+    blocks = pool.allocate(3)
+    for blk, h in zip(blocks, a, strict=True):
+        pool.commit(blk, h)
+    pool.release(blocks)
+    assert pool.match(a) == blocks and pool.free_blocks == 4
+    assert pool.match(chain_hashes(list("aabbxx"), 2)) == blocks[:2]  # shared prefix only
+    # two new blocks: the free one, then the least recently used cached one (a's tail goes first)
+    got = pool.allocate(2)
+    assert got is not None and blocks[2] in got
+    assert pool.match(a) == blocks[:2]
+    for blk, h in zip(got, b, strict=True):
+        pool.commit(blk, h)
+    assert pool.allocate(3) is None  # two free + cached, but 2 are in use
+    pool.release(got)
+    assert pool.reset() == 4 and pool.match(a) == [] and pool.free_blocks == 4
+
+
+def test_prefix_reuse_lowers_ttft_of_a_later_turn_in_virtual_time() -> None:
+    def turns(caching: bool):
+        cfg = config("H100", tp=2, prefix_caching=caching)
+        bs = cfg.block_size
+        first = SimRequest(3000, 200, hashes=segment_hashes([("system", 3000)], bs), session="s")
+        second = SimRequest(3300, 100, after=0, delay=1.0, session="s",
+                            hashes=segment_hashes([("system", 3000), ("answer", 200), ("user", 100)], bs))
+        return simulate(cfg, [first, second]).results
+
+    cold, warm = turns(False), turns(True)
+    assert warm[1].cached_tokens == 2992  # 187 full blocks of the shared 3,000 tokens
+    assert cold[1].cached_tokens == 0
+    assert warm[1].ttft < 0.3 * cold[1].ttft, (warm[1].ttft, cold[1].ttft)
+    assert warm[1].sent_at >= warm[0].finished_at + 1.0  # the think time is honoured
+
+
+def test_prefix_reuse_over_http_reports_cached_tokens_and_lowers_ttft(sim_server) -> None:
+    base = sim_server(config("H100", tp=2)).base_url  # real time: TTFTs are ~20 vs ~150 ms
+    shared = " ".join(f"s{k}" for k in range(2000))
+    fresh = " ".join(f"f{k}" for k in range(2050))
+
+    async def go():
+        async with session() as s:
+            url = base + "/v1/completions"
+            first = await stream(s, url, {"prompt": shared, "max_tokens": 4})
+            warm = await stream(s, url, {"prompt": shared + " and then some more words", "max_tokens": 4})
+            cold = await stream(s, url, {"prompt": fresh, "max_tokens": 4})
+            _, metrics = await get_text(s, base + "/metrics")
+            await post_json(s, base + "/reset_prefix_cache")
+            after_reset = await stream(s, url, {"prompt": shared, "max_tokens": 4})
+            return first, warm, cold, metrics, after_reset
+
+    first, warm, cold, metrics, after_reset = run(go())
+    assert first.usage["prompt_tokens_details"]["cached_tokens"] == 0
+    assert warm.usage["prompt_tokens_details"]["cached_tokens"] == 2000
+    assert warm.usage["prompt_tokens"] == 2005
+    assert warm.ttft < 0.5 * cold.ttft, (warm.ttft, cold.ttft)
+    assert metric(metrics, "vllm:prefix_cache_hits_total") == 2000
+    assert 0 < metric(metrics, "sim:prefix_cache_hit_rate") < 1
+    assert after_reset.usage["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_kv_exhaustion_queues_and_preempts_visible_in_metrics(sim_server) -> None:
+    # a 70B model on ONE H100 leaves ~4,300 tokens of KV: 24 × (200 + 300) cannot all fit
+    cfg = config("H100", tp=1, max_num_seqs=64)
+    assert cfg.kv_capacity_tokens < 5000
+    base = sim_server(cfg, time_scale=50.0).base_url
+    prompt = " ".join(f"w{k}" for k in range(200))
+    seen = {"waiting": 0.0, "usage": 0.0}
+
+    async def go():
+        async with session() as s:
+            tasks = [asyncio.create_task(stream(s, base + "/v1/completions",
+                                                {"prompt": f"{i} {prompt}", "max_tokens": 300}))
+                     for i in range(24)]
+            while not all(t.done() for t in tasks):
+                _, text = await get_text(s, base + "/metrics")
+                seen["waiting"] = max(seen["waiting"], metric(text, "vllm:num_requests_waiting"))
+                seen["usage"] = max(seen["usage"], metric(text, "vllm:kv_cache_usage_perc"))
+                await asyncio.sleep(0.01)
+            _, final = await get_text(s, base + "/metrics")
+            return [t.result() for t in tasks], final
+
+    results, final = run(go())
+    assert all(r.usage["completion_tokens"] == 300 == r.words for r in results)
+    assert seen["waiting"] > 0 and seen["usage"] > 0.9, seen
+    assert metric(final, "vllm:num_preemptions_total") > 0
+    assert metric(final, "vllm:kv_cache_usage_perc") == 0  # everything freed at the end
+
+    virtual = simulate(cfg, [SimRequest(201, 300) for _ in range(24)])
+    assert virtual.preemptions > 0
+    assert all(r.completion_tokens == 300 for r in virtual.results)
