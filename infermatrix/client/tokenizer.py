@@ -8,6 +8,7 @@ counts agree exactly between client and simulator without downloading anything.
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -50,7 +51,7 @@ class WordTokenizer:
 
     def encode(self, text: str) -> list[int]:
         n = len(WORDS)
-        return [_WORD_INDEX.get(w, hash(w) % n) for w in text.split()]
+        return [_WORD_INDEX.get(w, zlib.crc32(w.encode()) % n) for w in text.split()]
 
     def decode(self, ids: Sequence[int]) -> str:
         return " ".join(WORDS[i % len(WORDS)] for i in ids)
@@ -74,8 +75,16 @@ class HFTokenizer:
         self.name = name
         vocab = tok.get_vocab_size(with_added_tokens=True)  # type: ignore[attr-defined]
         special = set(tok.get_added_tokens_decoder())  # type: ignore[attr-defined]
-        # Random prompt ids come from ordinary vocabulary only: never BOS/EOS/chat markers.
-        self._sample_ids = [i for i in range(vocab) if i not in special]
+        # Random prompt ids come from ordinary vocabulary only: never BOS/EOS/chat markers, nor
+        # byte-level pieces of a multi-byte character (they decode to U+FFFD, which re-encodes
+        # to several tokens and defeats the exact-length loop).
+        ids = [i for i in range(vocab) if i not in special]
+        texts = tok.decode_batch([[i] for i in ids])  # type: ignore[attr-defined]
+        self._sample_ids = [i for i, t in zip(ids, texts, strict=True) if t and "\ufffd" not in t]
+        if not self._sample_ids:
+            raise ClientInputError(
+                f"tokenizer {name!r} has no ordinary tokens to build prompts from"
+            )
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids  # type: ignore[attr-defined]

@@ -1,0 +1,7 @@
+"""``python -m infermatrix.client …`` = ``infermatrix bench …`` (standalone use)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

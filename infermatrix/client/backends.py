@@ -1,0 +1,101 @@
+"""OpenAI-compatible request bodies and stream-chunk decoding, per backend.
+
+``vllm``, ``sglang``, ``trtllm`` and ``openai`` speak ``/v1/completions``; ``openai-chat`` speaks
+``/v1/chat/completions``. (trtllm-serve is OpenAI-compatible; we do not speak Triton's
+generate_stream.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .config import BenchConfig
+from .records import RequestSpec
+
+
+def build_body(
+    cfg: BenchConfig, model: str, spec: RequestSpec, max_tokens: int | None = None
+) -> bytes:
+    body: dict[str, Any] = {"model": model}
+    if cfg.is_chat:
+        body["messages"] = spec.messages or [{"role": "user", "content": spec.prompt}]
+    else:
+        body["prompt"] = spec.prompt
+    body["max_tokens"] = max_tokens if max_tokens is not None else spec.output_len
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    if cfg.temperature is not None:
+        body["temperature"] = cfg.temperature
+    if cfg.ignore_eos:
+        body["ignore_eos"] = True
+    body.update(cfg.extra_body)
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+class Chunk:
+    """What one decoded stream event says. ``text`` is '' when it carries no generated text."""
+
+    __slots__ = ("error", "id", "prompt_tokens", "completion_tokens", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.completion_tokens: int | None = None
+        self.prompt_tokens: int | None = None
+        self.error: str | None = None
+        self.id: str | None = None
+
+
+def decode_chunk(obj: Any) -> Chunk:
+    """Decode one parsed JSON event of a completions or chat-completions stream."""
+    c = Chunk()
+    if not isinstance(obj, dict):
+        c.error = "event is not a JSON object"
+        return c
+    err = obj.get("error")
+    if err is not None or obj.get("object") == "error":
+        c.error = error_message(obj)
+        return c
+    c.id = obj.get("id")
+    choices = obj.get("choices")
+    if choices:
+        choice = choices[0]
+        text = choice.get("text")
+        if text is None:
+            delta = choice.get("delta") or {}
+            # Reasoning models stream their thinking first; it is generated text too.
+            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(text, str):
+            c.text = text
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        c.completion_tokens = _int_or_none(usage.get("completion_tokens"))
+        c.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
+    return c
+
+
+def decode_full_response(obj: Any) -> Chunk:
+    """A server that ignored ``stream: true`` and answered one JSON document."""
+    c = decode_chunk(obj)
+    if c.error is None and isinstance(obj, dict) and obj.get("choices"):
+        msg = obj["choices"][0].get("message")
+        if isinstance(msg, dict) and not c.text:
+            c.text = msg.get("content") or msg.get("reasoning_content") or ""
+    return c
+
+
+def error_message(obj: Any) -> str:
+    """Best one-line message from an OpenAI/vLLM/FastAPI-style error body."""
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        for key in ("message", "detail"):
+            if obj.get(key):
+                return str(obj[key])
+    return json.dumps(obj)[:300]
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None

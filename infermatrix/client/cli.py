@@ -1,0 +1,370 @@
+"""`infermatrix bench`: flag-compatible with bench_serving as InferenceMAX calls it.
+
+``add_arguments(parser)`` adds the flags to any parser (the top-level CLI wires it as a
+subcommand); ``main(argv)`` is the whole command. Bad input → one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .config import METRICS, BenchConfig, Timeouts
+from .errors import ClientInputError
+from .result import default_filename, write_result
+from .runner import run_benchmark_sync
+
+
+def _default(name: str) -> Any:
+    f = BenchConfig.model_fields[name]
+    return f.default_factory() if f.default_factory else f.default  # type: ignore[call-arg]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every `bench` flag. Unset flags stay None so BenchConfig's defaults apply."""
+    a = parser.add_argument
+    g = parser.add_argument_group("server")
+    g.add_argument(
+        "--backend",
+        choices=["vllm", "sglang", "trtllm", "openai", "openai-chat"],
+        help="API flavour: openai-chat uses /v1/chat/completions, the others "
+        "/v1/completions (default: vllm)",
+    )
+    g.add_argument(
+        "--base-url", help="server root, e.g. http://127.0.0.1:8000 (overrides --host/--port)"
+    )
+    g.add_argument("--host", help="server host when --base-url is not given (default: 127.0.0.1)")
+    g.add_argument(
+        "--port", type=int, help="server port when --base-url is not given (default: 8000)"
+    )
+    g.add_argument("--endpoint", help="API path (default: by backend)")
+    g.add_argument(
+        "--model", help="model name to request (default: the first one /v1/models lists)"
+    )
+    g.add_argument(
+        "--tokenizer",
+        help="directory holding tokenizer.json, the file itself, or a hub id; "
+        "default: one whitespace-separated word = one token",
+    )
+    g.add_argument(
+        "--header", action="append", metavar="K=V", help="extra HTTP header (repeatable)"
+    )
+    g.add_argument(
+        "--extra-body", metavar="JSON", help="JSON object merged into every request body"
+    )
+    g.add_argument("--temperature", type=float, help="sampling temperature (default: 0)")
+
+    g = parser.add_argument_group("workload")
+    g.add_argument(
+        "--dataset-name",
+        choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace"],
+        help="default: random",
+    )
+    g.add_argument("--dataset-path", help="ShareGPT JSON or Mooncake-style trace JSONL")
+    g.add_argument(
+        "--num-prompts", type=int, help=f"requests to send (default: {_default('num_prompts')})"
+    )
+    g.add_argument(
+        "--random-input-len",
+        type=int,
+        help=f"input tokens L (default: {_default('random_input_len')})",
+    )
+    g.add_argument(
+        "--random-output-len",
+        type=int,
+        help=f"output tokens (default: {_default('random_output_len')})",
+    )
+    g.add_argument(
+        "--random-range-ratio",
+        type=float,
+        help="r in [0, 1]: lengths are drawn uniformly in [r*L, L] (InferenceMAX semantics; "
+        "vLLM's bench uses [L(1-r), L(1+r)], SGLang's [r*L, L] with r=0 by default). "
+        "Default: 1.0 (exactly L)",
+    )
+    g.add_argument("--sharegpt-output-len", type=int, help="override ShareGPT reply lengths")
+    g.add_argument(
+        "--shared-prefix-groups",
+        "--gsp-num-groups",
+        type=int,
+        dest="shared_prefix_groups",
+        help=f"shared-prefix: groups (default: {_default('shared_prefix_groups')})",
+    )
+    g.add_argument(
+        "--shared-prefix-len",
+        "--gsp-system-prompt-len",
+        type=int,
+        dest="shared_prefix_len",
+        help=f"shared-prefix: prefix tokens per group (default: {_default('shared_prefix_len')}); "
+        "the question length is --random-input-len",
+    )
+    g.add_argument(
+        "--shared-prefix-questions",
+        "--gsp-prompts-per-group",
+        type=int,
+        dest="shared_prefix_questions",
+        help=f"shared-prefix: questions per group (default: {_default('shared_prefix_questions')})",
+    )
+    g.add_argument("--trace-block-size", type=int, help="trace: tokens per hash id (default: 512)")
+    g.add_argument(
+        "--trace-time-scale", type=float, help="trace: multiply timestamps (default: 1.0)"
+    )
+    g.add_argument(
+        "--ignore-eos", action="store_true", default=None, help="ask the server to ignore EOS"
+    )
+    g.add_argument("--seed", type=int, help="seed for lengths, content and arrivals (default: 0)")
+
+    g = parser.add_argument_group("load")
+    g.add_argument("--max-concurrency", type=int, help="cap on in-flight requests (default: none)")
+    g.add_argument(
+        "--request-rate", type=float, help="requests/s, or inf to send all at once (default: inf)"
+    )
+    g.add_argument(
+        "--burstiness", type=float, help="gamma shape of arrival gaps; 1 = Poisson (default: 1)"
+    )
+    g.add_argument("--num-warmups", type=int, help="unmeasured warm-up requests (default: 0)")
+    g.add_argument("--num-workers", type=int, help="client processes sharing the load (default: 1)")
+    g.add_argument(
+        "--connect-timeout", type=float, help=f"seconds (default: {Timeouts().connect:g})"
+    )
+    g.add_argument(
+        "--idle-timeout",
+        type=float,
+        help=f"seconds without a byte before a request fails (default: {Timeouts().idle:g})",
+    )
+    g.add_argument(
+        "--request-timeout",
+        type=float,
+        help=f"total seconds per request (default: {Timeouts().total:g})",
+    )
+
+    g = parser.add_argument_group("results")
+    g.add_argument("--percentile-metrics", help=f"comma list of {','.join(METRICS)} (default: all)")
+    g.add_argument("--metric-percentiles", help="comma list, e.g. 50,90,99 (default: 99)")
+    g.add_argument(
+        "--goodput", nargs="+", metavar="METRIC:MS", help="SLOs, e.g. ttft:500 tpot:50 e2el:10000"
+    )
+    g.add_argument("--save-result", action="store_true", default=None, help="write the result JSON")
+    g.add_argument("--result-dir", help="directory for the result JSON (default: .)")
+    g.add_argument("--result-filename", help="file name (default: bench_serving style)")
+    g.add_argument(
+        "--save-detailed", action="store_true", default=None, help="add per-request lists"
+    )
+    g.add_argument(
+        "--metadata", nargs="*", metavar="K=V", help="extra key=value pairs for the result"
+    )
+    g.add_argument(
+        "--max-error-rate",
+        type=float,
+        help="exit 1 (result still written) when failed/total exceeds this (default: 0.05)",
+    )
+    a("--disable-tqdm", action="store_true", default=None, help="no progress lines")
+
+
+def config_from_args(ns: argparse.Namespace) -> BenchConfig:
+    """Namespace → BenchConfig. Raises ClientInputError with one readable line."""
+    v = vars(ns)
+    kw: dict[str, Any] = {}
+    simple = (
+        "backend",
+        "base_url",
+        "host",
+        "port",
+        "endpoint",
+        "model",
+        "tokenizer",
+        "temperature",
+        "dataset_name",
+        "dataset_path",
+        "num_prompts",
+        "random_input_len",
+        "random_output_len",
+        "random_range_ratio",
+        "sharegpt_output_len",
+        "shared_prefix_groups",
+        "shared_prefix_len",
+        "shared_prefix_questions",
+        "trace_block_size",
+        "trace_time_scale",
+        "ignore_eos",
+        "seed",
+        "max_concurrency",
+        "request_rate",
+        "burstiness",
+        "num_warmups",
+        "num_workers",
+        "save_result",
+        "result_dir",
+        "result_filename",
+        "save_detailed",
+        "max_error_rate",
+        "disable_tqdm",
+    )
+    for k in simple:
+        if v.get(k) is not None:
+            kw[k] = v[k]
+    timeouts = {
+        k: v.get(f)
+        for k, f in (
+            ("connect", "connect_timeout"),
+            ("idle", "idle_timeout"),
+            ("total", "request_timeout"),
+        )
+        if v.get(f) is not None
+    }
+    if timeouts:
+        kw["timeouts"] = timeouts
+    if v.get("percentile_metrics"):
+        kw["percentile_metrics"] = [
+            m.strip() for m in v["percentile_metrics"].split(",") if m.strip()
+        ]
+    if v.get("metric_percentiles"):
+        kw["metric_percentiles"] = [
+            _float(p, "--metric-percentiles")
+            for p in v["metric_percentiles"].split(",")
+            if p.strip()
+        ]
+    if v.get("goodput"):
+        kw["goodput"] = {
+            k: _float(ms, "--goodput")
+            for k, ms in (_pair(s, ":", "--goodput") for s in v["goodput"])
+        }
+    if v.get("metadata"):
+        kw["metadata"] = dict(_pair(s, "=", "--metadata") for s in v["metadata"])
+    if v.get("header"):
+        kw["headers"] = dict(_pair(s, "=", "--header") for s in v["header"])
+    if v.get("extra_body"):
+        try:
+            body = json.loads(v["extra_body"])
+        except json.JSONDecodeError as e:
+            raise ClientInputError(f"--extra-body is not valid JSON: {e.msg}") from e
+        if not isinstance(body, dict):
+            raise ClientInputError("--extra-body must be a JSON object")
+        kw["extra_body"] = body
+    try:
+        return BenchConfig(**kw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        flag = f"--{where.replace('_', '-')}: " if where else ""
+        raise ClientInputError(f"{flag}{msg}") from e
+
+
+def _pair(s: str, sep: str, flag: str) -> tuple[str, str]:
+    k, found, val = s.partition(sep)
+    if not found or not k.strip():
+        raise ClientInputError(f"{flag}: expected KEY{sep}VALUE, got {s!r}")
+    return k.strip(), val.strip()
+
+
+def _float(s: str, flag: str) -> float:
+    try:
+        return float(s)
+    except ValueError:
+        raise ClientInputError(f"{flag}: {s!r} is not a number") from None
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(prog: str = "infermatrix bench") -> argparse.ArgumentParser:
+    p = _OneLineParser(
+        prog=prog,
+        description="Benchmark an OpenAI-compatible LLM server "
+        "(bench_serving-compatible flags; metrics defined in docs/metrics.md).",
+    )
+    add_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    return run_from_args(ns)
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    """Run with an already-parsed namespace (for a parent CLI that used add_arguments)."""
+    try:
+        cfg = config_from_args(ns)
+        result = run_benchmark_sync(cfg)
+    except ClientInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    print(format_summary(result))
+    if cfg.save_result or cfg.result_filename:
+        path = Path(cfg.result_dir or ".") / (cfg.result_filename or default_filename(result))
+        try:
+            write_result(result, path)
+        except OSError as e:
+            print(f"error: cannot write result {path}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        print(f"result written to {path}", file=sys.stderr)
+    if not result["passed"]:
+        print(
+            f"error: error rate {result['error_rate']:.1%} exceeds {cfg.max_error_rate:.1%} "
+            f"({result['errors']})",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def format_summary(r: dict[str, Any]) -> str:
+    def num(v: Any, fmt: str = ".2f") -> str:
+        return "n/a" if v is None else format(v, fmt)
+
+    lines = [f"{' Serving Benchmark Result ':=^60}"]
+    rows: list[tuple[str, Any, str]] = [
+        ("Successful requests:", r["completed"], "d"),
+        ("Failed requests:", r["failed"], "d"),
+        ("Benchmark duration (s):", r["duration"], ".2f"),
+        ("Total input tokens:", r["total_input_tokens"], "d"),
+        ("Total generated tokens:", r["total_output_tokens"], "d"),
+        ("Request throughput (req/s):", r["request_throughput"], ".2f"),
+        ("Output token throughput (tok/s):", r["output_throughput"], ".2f"),
+        ("Peak output token throughput (tok/s):", r["max_output_tokens_per_s"], ".2f"),
+        ("Total token throughput (tok/s):", r["total_token_throughput"], ".2f"),
+        ("Mean / max concurrency:", None, ""),
+    ]
+    for label, val, fmt in rows:
+        if label.startswith("Mean / max"):
+            lines.append(f"{label:<42}{r['mean_concurrency']:.2f} / {r['max_concurrent_requests']}")
+        else:
+            lines.append(f"{label:<42}{num(val, fmt)}")
+    if r.get("request_goodput") is not None:
+        lines.append(f"{'Request goodput (req/s):':<42}{r['request_goodput']:.2f}")
+    if r["failed"]:
+        lines.append(f"{'Errors:':<42}{r['errors']}")
+    if r["output_tokens_retokenized"]:
+        lines.append(
+            f"{'Output counts re-tokenized (no usage):':<42}{r['output_tokens_retokenized']}"
+        )
+    if r["output_token_mismatch"]:
+        lines.append(f"{'Usage vs re-tokenized mismatches:':<42}{r['output_token_mismatch']}")
+    for metric, title in (
+        ("ttft", "Time to First Token"),
+        ("tpot", "Time per Output Token (excl. 1st token)"),
+        ("itl", "Inter-token Latency (per event)"),
+        ("e2el", "End-to-end Latency"),
+    ):
+        lines.append(f"{title:-^60}")
+        for key in [k for k in r if k.endswith(f"_{metric}_ms")]:
+            stat = key.split("_")[0]
+            label = {"mean": "Mean", "median": "Median", "std": "Std"}.get(stat, stat.upper())
+            lines.append(f"{label + ' ' + metric.upper() + ' (ms):':<42}{num(r[key])}")
+    lag = r["schedule_lag_ms"]
+    lines.append(f"{'Client':-^60}")
+    lines.append(f"{'Schedule lag p99 / max (ms):':<42}{num(lag['p99'])} / {num(lag['max'])}")
+    lines.append(f"{'Slot wait mean (ms):':<42}{num(r['slot_wait_ms']['mean'])}")
+    lines.append("=" * 60)
+    return "\n".join(lines)

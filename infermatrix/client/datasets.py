@@ -1,0 +1,220 @@
+"""Workloads → list of RequestSpec, built entirely before the clock starts.
+
+Each dataset draws lengths and content from separate seeded RNGs (and arrivals from a third one,
+in arrivals.py), so changing one knob does not reshuffle the others and a run is reproducible."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from .arrivals import gamma_deadlines
+from .config import BenchConfig
+from .errors import ClientInputError
+from .prompts import exact_ids, exact_prompt
+from .records import RequestSpec
+from .tokenizer import Tokenizer
+
+
+def rngs(seed: int) -> tuple[random.Random, random.Random, random.Random]:
+    """(lengths, content, arrivals) RNGs; string seeds are hashed deterministically."""
+    return (
+        random.Random(f"{seed}:lengths"),
+        random.Random(f"{seed}:content"),
+        random.Random(f"{seed}:arrivals"),
+    )
+
+
+def build_requests(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
+    lengths, content, arrivals = rngs(cfg.seed)
+    name = cfg.dataset_name
+    if name == "random":
+        specs = random_dataset(cfg, tok, lengths, content)
+    elif name == "sharegpt":
+        specs = sharegpt_dataset(cfg, tok, content)
+    elif name == "shared-prefix":
+        specs = shared_prefix_dataset(cfg, tok, content)
+    elif name == "trace":
+        return trace_dataset(cfg, tok)  # the trace carries its own arrival times
+    else:
+        raise ClientInputError(
+            f"--dataset-name {name} is not yet supported (closed-loop sessions come separately)"
+        )
+    for spec, d in zip(
+        specs, gamma_deadlines(len(specs), cfg.request_rate, cfg.burstiness, arrivals), strict=True
+    ):
+        spec.deadline = d
+    return specs
+
+
+def draw_len(rng: random.Random, target: int, ratio: float) -> int:
+    """Uniform in [ratio·L, L] (InferenceMAX semantics), at least 1."""
+    return max(1, rng.randint(int(target * ratio), target))
+
+
+def random_dataset(
+    cfg: BenchConfig, tok: Tokenizer, lengths: random.Random, content: random.Random
+) -> list[RequestSpec]:
+    r = cfg.random_range_ratio
+    specs = []
+    for i in range(cfg.num_prompts):
+        isl = draw_len(lengths, cfg.random_input_len, r)
+        osl = draw_len(lengths, cfg.random_output_len, r)
+        text, measured = exact_prompt(tok, content, isl)
+        specs.append(RequestSpec(index=i, prompt=text, prompt_len=measured, output_len=osl))
+    return specs
+
+
+def shared_prefix_dataset(
+    cfg: BenchConfig, tok: Tokenizer, content: random.Random
+) -> list[RequestSpec]:
+    """``shared_prefix_groups`` groups; each has one prefix of ``shared_prefix_len`` tokens and
+    ``shared_prefix_questions`` questions of ``random_input_len`` tokens. Requests are interleaved
+    across groups (g0q0, g1q0, …) so a group's prefix is not trivially hot; ``num_prompts`` is
+    ignored (groups × questions requests)."""
+    specs = []
+    prefixes = [
+        tok.encode(exact_prompt(tok, content, cfg.shared_prefix_len)[0])
+        for _ in range(cfg.shared_prefix_groups)
+    ]
+    for _q in range(cfg.shared_prefix_questions):
+        for prefix in prefixes:
+            n = len(prefix) + cfg.random_input_len
+            text, measured = exact_ids(tok, content, n, head=prefix)
+            specs.append(
+                RequestSpec(
+                    index=len(specs),
+                    prompt=text,
+                    prompt_len=measured,
+                    output_len=cfg.random_output_len,
+                )
+            )
+    return specs
+
+
+def sharegpt_dataset(cfg: BenchConfig, tok: Tokenizer, content: random.Random) -> list[RequestSpec]:
+    """ShareGPT JSON: a list of {"conversations": [{"from": "human"|"gpt", "value": …}, …]}
+    (also "role"/"content" turns). First human turn = prompt; the reply's token count = output
+    length unless --sharegpt-output-len. Pairs shorter than 4 tokens are skipped."""
+    path = _path(cfg)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ClientInputError(f"cannot read dataset {path}: {e}") from e
+    except json.JSONDecodeError as e:
+        raise ClientInputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+    if not isinstance(data, list):
+        raise ClientInputError(f"{path}: expected a JSON list of conversations")
+    pairs = [p for p in (_first_pair(entry) for entry in data) if p is not None]
+    content.shuffle(pairs)
+    specs: list[RequestSpec] = []
+    for prompt, reply in pairs:
+        if len(specs) == cfg.num_prompts:
+            break
+        plen = tok.count(prompt)
+        olen = cfg.sharegpt_output_len or tok.count(reply)
+        if plen < 4 or olen < 4:
+            continue
+        specs.append(RequestSpec(index=len(specs), prompt=prompt, prompt_len=plen, output_len=olen))
+    if not specs:
+        raise ClientInputError(f"{path}: no usable conversations (need a human turn and a reply)")
+    return specs
+
+
+def _first_pair(entry: Any) -> tuple[str, str] | None:
+    if not isinstance(entry, dict):
+        return None
+    turns = entry.get("conversations") or entry.get("conversation") or entry.get("messages")
+    if not isinstance(turns, list) or len(turns) < 2:
+        return None
+    norm = []
+    for t in turns[:2]:
+        if not isinstance(t, dict):
+            return None
+        who = t.get("from", t.get("role"))
+        text = t.get("value", t.get("content"))
+        if not isinstance(text, str):
+            return None
+        norm.append((who, text))
+    if norm[0][0] not in ("human", "user"):
+        return None
+    return norm[0][1], norm[1][1]
+
+
+def trace_dataset(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
+    """Mooncake-style JSONL: {"timestamp": ms, "input_length", "output_length", "hash_ids"}.
+
+    Every hash id stands for one block of ``trace_block_size`` tokens whose content depends only
+    on (seed, hash id), so requests sharing ids share a real token prefix. Arrivals follow the
+    timestamps (relative to the first, × ``trace_time_scale``)."""
+    path = _path(cfg)
+    rows = _read_jsonl(path, cfg.num_prompts)
+    blocks: dict[int, list[int]] = {}
+    bs = cfg.trace_block_size
+    specs = []
+    t_first = None
+    for lineno, row in rows:
+        try:
+            ts = float(row.get("timestamp", 0.0))
+            isl = int(row["input_length"])
+            osl = int(row["output_length"])
+            hash_ids = [int(h) for h in row.get("hash_ids", [])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ClientInputError(f"{path}:{lineno}: bad trace row ({e!r})") from e
+        if isl < 1 or osl < 1:
+            raise ClientInputError(f"{path}:{lineno}: input_length and output_length must be >= 1")
+        ids: list[int] = []
+        for h in hash_ids:
+            if len(ids) >= isl:
+                break
+            if h not in blocks:
+                blocks[h] = tok.random_ids(random.Random(f"{cfg.seed}:block:{h}"), bs)
+            ids.extend(blocks[h])
+        tail_rng = random.Random(f"{cfg.seed}:tail:{lineno}")
+        text, measured = exact_ids(tok, tail_rng, isl, head=ids[:isl])
+        t_first = ts if t_first is None else t_first
+        specs.append(
+            RequestSpec(
+                index=len(specs),
+                prompt=text,
+                prompt_len=measured,
+                output_len=osl,
+                deadline=max(0.0, (ts - t_first) / 1000.0 * cfg.trace_time_scale),
+            )
+        )
+    if not specs:
+        raise ClientInputError(f"{path}: the trace has no requests")
+    specs.sort(key=lambda s: s.deadline)
+    return specs
+
+
+def _path(cfg: BenchConfig) -> Path:
+    if not cfg.dataset_path:
+        raise ClientInputError(f"--dataset-name {cfg.dataset_name} needs --dataset-path")
+    path = Path(cfg.dataset_path).expanduser()
+    if not path.is_file():
+        raise ClientInputError(f"cannot read dataset {path}: no such file")
+    return path
+
+
+def _read_jsonl(path: Path, limit: int) -> list[tuple[int, dict[str, Any]]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if len(rows) >= limit:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ClientInputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+                if not isinstance(row, dict):
+                    raise ClientInputError(f"{path}:{lineno}: expected a JSON object")
+                rows.append((lineno, row))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ClientInputError(f"cannot read dataset {path}: {e}") from e
+    return rows

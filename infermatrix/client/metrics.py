@@ -1,0 +1,232 @@
+"""Metrics from request records, exactly as docs/metrics.md defines them. Runs after the clock
+stops, so tokenization and statistics never delay a timestamp."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import RequestRecord
+from .tokenizer import Tokenizer
+
+# A usage count and the re-tokenized count "disagree" beyond this (see docs/metrics.md).
+MISMATCH_ABS = 2
+MISMATCH_REL = 0.05
+
+
+@dataclass(slots=True)
+class Derived:
+    """Per-request numbers derived from one successful record (seconds)."""
+
+    ttft: float
+    e2el: float
+    output_tokens: int
+    retokenized: int
+    from_usage: bool
+    tpot: float | None
+    itl: list[float] = field(default_factory=list)
+    itl_per_token: list[float] = field(default_factory=list)
+    event_tokens: list[int] = field(default_factory=list)
+
+    @property
+    def mismatch(self) -> bool:
+        if not self.from_usage:
+            return False
+        return abs(self.output_tokens - self.retokenized) > max(
+            MISMATCH_ABS, MISMATCH_REL * self.output_tokens
+        )
+
+
+def derive(rec: RequestRecord, tok: Tokenizer, retokenized: int | None = None) -> Derived:
+    """Per-request metrics of a successful record. ``retokenized`` (the re-tokenized length of
+    the generated text) may be passed in when computed in a batch."""
+    times = rec.event_times
+    ttft = times[0] - rec.start
+    e2el = times[-1] - rec.start
+    retok = tok.count(rec.generated_text) if retokenized is None else retokenized
+    from_usage = rec.usage_completion_tokens is not None and rec.usage_completion_tokens > 0
+    out = rec.usage_completion_tokens if from_usage else retok
+    assert out is not None
+    if out == len(times):
+        event_tokens = [1] * out  # one token per event: nothing to tokenize
+    else:
+        event_tokens = [max(1, n) for n in tok.count_many(rec.event_texts)]
+    tpot = (e2el - ttft) / (out - 1) if out > 1 else None
+    itl = [b - a for a, b in zip(times, times[1:], strict=False)]
+    per_token = []
+    for gap, k in zip(itl, event_tokens[1:], strict=True):
+        per_token.extend([gap / k] * k)
+    return Derived(ttft, e2el, out, retok, from_usage, tpot, itl, per_token, event_tokens)
+
+
+def percentile(sorted_xs: Sequence[float], p: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if len(sorted_xs) == 1:
+        return sorted_xs[0]
+    k = (len(sorted_xs) - 1) * p / 100.0
+    lo = math.floor(k)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (k - lo)
+
+
+def pct_key(p: float) -> str:
+    return f"p{int(p)}" if float(p).is_integer() else f"p{p:g}"
+
+
+def stats_ms(
+    name: str, xs_s: Sequence[float], percentiles: Sequence[float], with_pcts: bool = True
+) -> dict[str, float | None]:
+    """mean/median/std/pNN of ``xs_s`` (seconds) as ``*_{name}_ms`` keys; None when empty."""
+    out: dict[str, float | None] = {}
+    xs = sorted(x * 1000.0 for x in xs_s)
+    out[f"mean_{name}_ms"] = statistics.fmean(xs) if xs else None
+    out[f"median_{name}_ms"] = percentile(xs, 50) if xs else None
+    out[f"std_{name}_ms"] = statistics.pstdev(xs) if xs else None
+    if with_pcts:
+        for p in percentiles:
+            out[f"{pct_key(p)}_{name}_ms"] = percentile(xs, p) if xs else None
+    return out
+
+
+def summary_ms(xs_s: Sequence[float]) -> dict[str, float | None]:
+    xs = sorted(x * 1000.0 for x in xs_s)
+    if not xs:
+        return {"mean": None, "p50": None, "p99": None, "max": None}
+    return {
+        "mean": statistics.fmean(xs),
+        "p50": percentile(xs, 50),
+        "p99": percentile(xs, 99),
+        "max": xs[-1],
+    }
+
+
+def concurrency(records: Sequence[RequestRecord], duration: float) -> tuple[float, int]:
+    """(time-weighted mean in-flight requests, max in-flight) over the benchmark."""
+    if not records or duration <= 0:
+        return 0.0, 0
+    busy = sum(r.end - r.start for r in records)
+    edges = sorted(
+        [(r.start, 1) for r in records] + [(r.end, -1) for r in records], key=lambda e: (e[0], e[1])
+    )
+    cur = peak = 0
+    for _, step in edges:
+        cur += step
+        peak = max(peak, cur)
+    return busy / duration, peak
+
+
+def peak_output_rate(pairs: Sequence[tuple[RequestRecord, Derived]], t0: float) -> float:
+    """Largest number of output tokens received in any 1-second bucket since t0."""
+    buckets: Counter[int] = Counter()
+    for rec, d in pairs:
+        for t, k in zip(rec.event_times, d.event_tokens, strict=True):
+            buckets[int(t - t0)] += k
+    return float(max(buckets.values())) if buckets else 0.0
+
+
+def compute(
+    records: Sequence[RequestRecord],
+    t0: float,
+    t_end: float,
+    tok: Tokenizer,
+    percentiles: Sequence[float],
+    pct_metrics: Sequence[str],
+    goodput: dict[str, float],
+) -> dict[str, Any]:
+    duration = t_end - t0
+    ok = [r for r in records if r.ok]
+    failed = [r for r in records if not r.ok]
+    retok = tok.count_many([r.generated_text for r in ok])  # one batch: fast with `tokenizers`
+    pairs = [(r, derive(r, tok, n)) for r, n in zip(ok, retok, strict=True)]
+    ds = [d for _, d in pairs]
+    total_in = sum(r.prompt_len for r in ok)
+    total_out = sum(d.output_tokens for d in ds)
+    res: dict[str, Any] = {
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(failed),
+        "error_rate": len(failed) / len(records) if records else 0.0,
+        "errors": dict(sorted(Counter(r.error for r in failed).items())),  # type: ignore[arg-type]
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration if duration > 0 else 0.0,
+        "output_throughput": total_out / duration if duration > 0 else 0.0,
+        "total_token_throughput": (total_in + total_out) / duration if duration > 0 else 0.0,
+    }
+    server_in = [r.usage_prompt_tokens for r in ok]
+    res["total_input_tokens_server"] = sum(server_in) if ok and None not in server_in else None  # type: ignore[arg-type]
+    res["output_tokens_from_usage"] = sum(d.from_usage for d in ds)
+    res["output_tokens_retokenized"] = sum(not d.from_usage for d in ds)
+    res["output_token_mismatch"] = sum(d.mismatch for d in ds)
+
+    series = {
+        "ttft": [d.ttft for d in ds],
+        "tpot": [d.tpot for d in ds if d.tpot is not None],
+        "itl": [x for d in ds for x in d.itl],
+        "e2el": [d.e2el for d in ds],
+    }
+    for name, xs in series.items():
+        res.update(stats_ms(name, xs, percentiles, with_pcts=name in pct_metrics))
+    res.update(
+        stats_ms(
+            "itl_per_token",
+            [x for d in ds for x in d.itl_per_token],
+            percentiles,
+            with_pcts="itl" in pct_metrics,
+        )
+    )
+    med_tpot = res["median_tpot_ms"]
+    res["interactivity"] = 1000.0 / med_tpot if med_tpot else None  # tok/s/user
+    speeds = sorted(d.output_tokens / (d.e2el - d.ttft) for d in ds if d.e2el > d.ttft)
+    res["median_output_speed"] = percentile(speeds, 50) if speeds else None
+    res["p25_output_speed"] = percentile(speeds, 25) if speeds else None
+
+    res["request_goodput"] = _goodput(ds, goodput, duration) if goodput else None
+    res["schedule_lag_ms"] = summary_ms([r.dispatched - r.deadline for r in records])
+    res["slot_wait_ms"] = summary_ms([r.start - r.dispatched for r in records])
+    mean_c, max_c = concurrency(records, duration)
+    res["mean_concurrency"] = mean_c
+    res["max_concurrent_requests"] = max_c
+    res["max_output_tokens_per_s"] = peak_output_rate(pairs, t0)
+    return res
+
+
+def _goodput(ds: Sequence[Derived], slo_ms: dict[str, float], duration: float) -> float:
+    def good(d: Derived) -> bool:
+        vals = {"ttft": d.ttft, "tpot": d.tpot, "e2el": d.e2el}
+        # A one-token answer has no TPOT: it cannot violate a TPOT SLO.
+        return all(vals[k] is None or vals[k] * 1000.0 <= ms for k, ms in slo_ms.items())  # type: ignore[operator]
+
+    return sum(good(d) for d in ds) / duration if duration > 0 else 0.0
+
+
+def per_request_details(records: Sequence[RequestRecord], tok: Tokenizer) -> dict[str, list[Any]]:
+    """bench_serving's --save-detailed lists, one entry per request (None where it failed)."""
+    out: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "input_lens",
+            "output_lens",
+            "ttfts",
+            "itls",
+            "generated_texts",
+            "request_errors",
+            "schedule_lags",
+            "slot_waits",
+        )
+    }
+    for r in records:
+        d = derive(r, tok) if r.ok else None
+        out["input_lens"].append(r.prompt_len)
+        out["output_lens"].append(d.output_tokens if d else 0)
+        out["ttfts"].append(d.ttft if d else None)
+        out["itls"].append(d.itl if d else [])
+        out["generated_texts"].append(r.generated_text)
+        out["request_errors"].append(r.error_detail if r.error else "")
+        out["schedule_lags"].append(r.dispatched - r.deadline)
+        out["slot_waits"].append(r.start - r.dispatched)
+    return out

@@ -1,0 +1,209 @@
+"""Run one benchmark: tokenizer → dataset → server check → warm-ups → timed run → records.
+
+The timed run dispatches requests at absolute deadlines (t0 + deadline), each then waits for a
+concurrency slot; the clock for a request starts when it is sent. Everything that is not
+sending/receiving (prompt building, JSON bodies, tokenization, statistics) happens outside it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from .backends import build_body
+from .config import BenchConfig
+from .datasets import build_requests
+from .errors import ClientInputError
+from .http import HTTPClient, HTTPError
+from .metrics import compute, per_request_details
+from .progress import Progress
+from .records import RequestRecord, RequestSpec
+from .request import get_json, make_client, send
+from .result import build_result
+from .tokenizer import Tokenizer, load_tokenizer
+
+PROBE_MAX_TOKENS = 4
+
+
+@dataclass
+class Prepared:
+    """One request ready to go: its JSON body is serialised before the clock starts."""
+
+    spec: RequestSpec
+    body: bytes
+
+
+@dataclass
+class RunOutcome:
+    records: list[RequestRecord]
+    t0: float
+    t_end: float
+    model_id: str
+    tokenizer: Tokenizer
+    warmup_failed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
+    """Run the benchmark described by ``cfg`` and return the result dict (not written)."""
+    outcome = await execute(cfg)
+    metrics = compute(
+        outcome.records,
+        outcome.t0,
+        outcome.t_end,
+        outcome.tokenizer,
+        cfg.metric_percentiles,
+        cfg.percentile_metrics,
+        cfg.goodput,
+    )
+    if metrics["output_token_mismatch"]:
+        outcome.notes.append(
+            f"{metrics['output_token_mismatch']} requests: usage.completion_tokens and the "
+            f"re-tokenized output ({outcome.tokenizer.name}) disagree; is --tokenizer the model's?"
+        )
+    details = per_request_details(outcome.records, outcome.tokenizer) if cfg.save_detailed else None
+    return build_result(
+        cfg,
+        outcome.model_id,
+        outcome.tokenizer.name,
+        metrics,
+        details,
+        warmup_failed=outcome.warmup_failed,
+        notes=outcome.notes,
+    )
+
+
+def run_benchmark_sync(cfg: BenchConfig) -> dict[str, Any]:
+    return asyncio.run(run_benchmark(cfg))
+
+
+async def execute(cfg: BenchConfig) -> RunOutcome:
+    """Everything up to the raw records (the accuracy script uses this directly)."""
+    tok = load_tokenizer(cfg.tokenizer)
+    specs = build_requests(cfg, tok)
+    async with make_client(cfg.timeouts) as client:
+        model = await resolve_model(client, cfg)
+        prepared = [Prepared(s, build_body(cfg, model, s)) for s in specs]
+        await probe(client, cfg, model, specs[0])
+        warmup_failed = await warmup(client, cfg, prepared)
+        if cfg.num_workers > 1:
+            from .workers import run_in_workers  # noqa: PLC0415 - only when asked for
+
+            records, t0, t_end = await run_in_workers(cfg, prepared)
+        else:
+            # Connections for the first wave are opened now, not on the clock.
+            await client.preconnect(cfg.url, min(cfg.max_concurrency or 256, len(prepared)))
+            records, t0, t_end = await timed_run(client, cfg, prepared)
+    return RunOutcome(records, t0, t_end, model, tok, warmup_failed)
+
+
+async def resolve_model(client: HTTPClient, cfg: BenchConfig) -> str:
+    """Check the server answers and serves ``cfg.model`` (or pick its first model)."""
+    url = cfg.root_url + "/v1/models"
+    try:
+        status, payload = await get_json(client, url, cfg.timeouts.connect + 10)
+    except HTTPError as e:
+        raise ClientInputError(f"cannot reach server at {cfg.root_url}: {e}") from e
+    except TimeoutError as e:
+        raise ClientInputError(
+            f"cannot reach server at {cfg.root_url}: no answer from {url}"
+        ) from e
+    ids: list[str] = []
+    if status == 200 and isinstance(payload, dict) and isinstance(payload.get("data"), list):
+        ids = [str(m.get("id")) for m in payload["data"] if isinstance(m, dict) and m.get("id")]
+    if cfg.model is None:
+        if not ids:
+            raise ClientInputError(f"--model is required: {url} lists no models (HTTP {status})")
+        return ids[0]
+    if ids and cfg.model not in ids:
+        raise ClientInputError(
+            f"model {cfg.model!r} is not served at {cfg.root_url} (it serves: {', '.join(ids)})"
+        )
+    return cfg.model
+
+
+async def probe(client: HTTPClient, cfg: BenchConfig, model: str, spec: RequestSpec) -> None:
+    """One short request before anything is measured: a wrong model name, endpoint or backend
+    fails here as one clear line instead of as 100% failed requests."""
+    rec = RequestRecord(index=-1, prompt_len=spec.prompt_len, output_len_requested=PROBE_MAX_TOKENS)
+    body = build_body(cfg, model, spec, max_tokens=min(PROBE_MAX_TOKENS, spec.output_len))
+    await send(client, cfg.url, body, rec, cfg.timeouts.total, spec.headers)
+    if rec.error == "empty_output" and rec.usage_completion_tokens == 0:
+        return  # the model answered with an immediate EOS; the server works
+    if not rec.ok:
+        raise ClientInputError(
+            f"test request to {cfg.url} failed ({rec.error}): {rec.error_detail}"
+        )
+
+
+async def warmup(client: HTTPClient, cfg: BenchConfig, prepared: list[Prepared]) -> int:
+    """``num_warmups`` unmeasured requests at the run's concurrency; returns how many failed."""
+    if not cfg.num_warmups:
+        return 0
+    sem = asyncio.Semaphore(cfg.max_concurrency or cfg.num_warmups)
+
+    async def one(i: int) -> bool:
+        p = prepared[i % len(prepared)]
+        rec = RequestRecord(
+            index=-1, prompt_len=p.spec.prompt_len, output_len_requested=p.spec.output_len
+        )
+        async with sem:
+            await send(client, cfg.url, p.body, rec, cfg.timeouts.total, p.spec.headers)
+        return rec.ok
+
+    results = await asyncio.gather(*(one(i) for i in range(cfg.num_warmups)))
+    return results.count(False)
+
+
+async def timed_run(
+    client: HTTPClient,
+    cfg: BenchConfig,
+    prepared: list[Prepared],
+    t0: float | None = None,
+    quiet: bool = False,
+) -> tuple[list[RequestRecord], float, float]:
+    """The measured part. ``t0`` (absolute perf_counter) lets worker processes share one start."""
+    records = [
+        RequestRecord(
+            index=p.spec.index, prompt_len=p.spec.prompt_len, output_len_requested=p.spec.output_len
+        )
+        for p in prepared
+    ]
+    sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
+    url, total = cfg.url, cfg.timeouts.total
+    progress = Progress(
+        len(prepared), enabled=not (cfg.disable_tqdm or quiet) and sys.stderr.isatty()
+    )
+
+    async def one(p: Prepared, rec: RequestRecord) -> None:
+        if sem is None:
+            await send(client, url, p.body, rec, total, p.spec.headers)
+        else:
+            async with sem:
+                await send(client, url, p.body, rec, total, p.spec.headers)
+        progress.done(rec.ok)
+
+    gc.collect()
+    gc.freeze()  # everything built so far is immortal: no GC pauses walking the prompts
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        t0 = perf_counter() if t0 is None else t0
+        progress.start(t0)
+        for p, rec in zip(prepared, records, strict=True):
+            rec.deadline = t0 + p.spec.deadline
+            delay = rec.deadline - perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            rec.dispatched = perf_counter()
+            tasks.append(asyncio.create_task(one(p, rec)))
+        await asyncio.gather(*tasks)
+        t_end = perf_counter()
+    finally:
+        for t in tasks:
+            t.cancel()
+        progress.close()
+        gc.unfreeze()
+    return records, t0, t_end

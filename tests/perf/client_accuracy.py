@@ -1,0 +1,404 @@
+#!/usr/bin/env python
+"""Client accuracy and receive-lag benchmark (run by hand; not a pytest test).
+
+Starts the lean stamping server (tests/perf/imx_stamp_server.py) in its own process. It
+stamps every event with its send time (time.perf_counter(): CLOCK_MONOTONIC, shared by all
+processes on Linux) and keeps that as server truth. Then:
+
+1. accuracy: our client at concurrency 1, 64, 256 → median TTFT / TPOT vs server truth, and the
+   receive lag (receive − send) of every event: p50 / p99 / max;
+2. lag sweep: more and more concurrent streams → the highest event rate with p99 lag < 5 ms;
+3. peers: guidellm and aiperf (installed by `bash scripts/setup-peers.sh` into .venv-peers) against the same server →
+   their median TTFT / TPOT error beside ours in one table.
+
+    .venv/bin/python tests/perf/client_accuracy.py              # everything
+    .venv/bin/python tests/perf/client_accuracy.py --no-peers --no-sweep
+    .venv/bin/python tests/perf/client_accuracy.py --peers-venv DIR
+
+Server truth per request: TTFT = first text send − request arrival at the server; TPOT =
+(last send − first send) / (tokens − 1). The server's TTFT is relative to when it *received*
+the request, so a client's TTFT also includes sending the request (sub-millisecond on loopback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "perf" / "imx_stamp_server.py"
+sys.path.insert(0, str(ROOT))
+
+from infermatrix.client import BenchConfig  # noqa: E402
+from infermatrix.client.metrics import compute, percentile  # noqa: E402
+from infermatrix.client.runner import execute  # noqa: E402
+
+
+# ---------------------------------------------------------------- server ----
+class Server:
+    def __init__(self, ttft: float, tpot: float, tokens_per_event: int = 1) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(SERVER),
+                "--port",
+                "0",
+                "--ttft",
+                str(ttft),
+                "--tpot",
+                str(tpot),
+                "--tokens-per-event",
+                str(tokens_per_event),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise SystemExit(f"fake server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def reset(self) -> None:
+        urllib.request.urlopen(
+            urllib.request.Request(self.url + "/truth/reset", method="POST"), timeout=10
+        ).read()
+
+    def truth(self) -> dict[str, Any]:
+        return json.loads(urllib.request.urlopen(self.url + "/truth", timeout=30).read())
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def truth_medians(truth: dict[str, Any]) -> tuple[float, float]:
+    """(median TTFT ms, median TPOT ms) of the requests the server answered."""
+    ttfts, tpots = [], []
+    for t in truth.values():
+        if not t["sends"]:
+            continue
+        ttfts.append(t["sends"][0] - t["arrival"])
+        n = sum(t["tokens"])
+        if n > 1:
+            tpots.append((t["sends"][-1] - t["sends"][0]) / (n - 1))
+    return statistics.median(ttfts) * 1000, statistics.median(tpots) * 1000
+
+
+# ------------------------------------------------------------------- ours ---
+@dataclass
+class OurRun:
+    conc: int
+    ttft_ms: float
+    tpot_ms: float
+    truth_ttft_ms: float
+    truth_tpot_ms: float
+    lag_p50_ms: float
+    lag_p99_ms: float
+    lag_max_ms: float
+    events_per_s: float
+    failed: int
+
+
+def run_ours(
+    srv: Server, conc: int, n: int, out_len: int, workers: int = 1, warmups: int = 0
+) -> OurRun:
+    cfg = BenchConfig(
+        base_url=srv.url,
+        model="fake-model",
+        num_prompts=n,
+        max_concurrency=conc,
+        random_input_len=32,
+        random_output_len=out_len,
+        disable_tqdm=True,
+        num_workers=workers,
+        num_warmups=warmups,
+    )
+    srv.reset()
+    out = asyncio.run(execute(cfg))
+    m = compute(out.records, out.t0, out.t_end, out.tokenizer, [99], ["ttft", "tpot"], {})
+    truth = srv.truth()
+    lags: list[float] = []
+    events = 0
+    for rec in out.records:
+        t = truth.get(rec.response_id or "")
+        if t is None or not rec.ok:
+            continue
+        events += len(rec.event_times)
+        lags.extend((r - s) * 1000 for r, s in zip(rec.event_times, t["sends"], strict=True))
+    matched = {r.response_id: truth[r.response_id] for r in out.records if r.response_id in truth}
+    tt, tp = truth_medians(matched)
+    lags.sort()
+    return OurRun(
+        conc,
+        m["median_ttft_ms"],
+        m["median_tpot_ms"],
+        tt,
+        tp,
+        percentile(lags, 50),
+        percentile(lags, 99),
+        lags[-1],
+        events / (out.t_end - out.t0),
+        m["failed"],
+    )
+
+
+# ------------------------------------------------------------------ peers ---
+def make_hf_tokenizer_dir() -> Path:
+    """A word-level tokenizer where every server word "w<i>" is one token, loadable by
+    transformers.AutoTokenizer (the peers re-tokenize output with it, so it must agree with the
+    server's token count, as a model's own tokenizer would)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"w{i}": i + 3 for i in range(20000)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    d = Path(tempfile.mkdtemp(prefix="imx-tok-"))
+    tok.save(str(d / "tokenizer.json"))
+    (d / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": "<s>",
+                "eos_token": "</s>",
+                "unk_token": "<unk>",
+                "model_max_length": 1_000_000,
+            }
+        )
+    )
+    return d
+
+
+def _peer_bin(venv: Path, name: str) -> Path | None:
+    p = venv / "bin" / name
+    return p if p.exists() else (Path(found) if (found := shutil.which(name)) else None)
+
+
+def run_guidellm(
+    bin_: Path, srv: Server, conc: int, n: int, out_len: int, tok_dir: Path
+) -> dict[str, float]:
+    outdir = Path(tempfile.mkdtemp(prefix="imx-guidellm-"))
+    cmd = [
+        str(bin_),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={srv.url},model=fake-model",
+        "--profile",
+        f"kind=concurrent,streams={conc}",
+        "--constraint",
+        f"kind=max_requests,count={n}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens=32,output_tokens={out_len}",
+        "--tokenizer",
+        f"kind=huggingface_auto,model={tok_dir}",
+        "--output",
+        f"kind=json,path={outdir / 'out.json'}",
+        "--disable-console-interactive",
+    ]
+    _run_peer(cmd, "guidellm", offline=True)
+    data = json.loads((outdir / "out.json").read_text())
+    metrics = data["benchmarks"][0]["metrics"]
+    # guidellm's "inter_token_latency" is our TPOT; its "time_per_output_token" includes TTFT.
+    return {
+        "ttft_ms": _median(metrics["time_to_first_token_ms"]),
+        "tpot_ms": _median(metrics["inter_token_latency_ms"]),
+    }
+
+
+def run_aiperf(
+    bin_: Path, srv: Server, conc: int, n: int, out_len: int, tok_dir: Path
+) -> dict[str, float]:
+    outdir = Path(tempfile.mkdtemp(prefix="imx-aiperf-"))
+    cmd = [
+        str(bin_),
+        "profile",
+        "--model",
+        "fake-model",
+        "--url",
+        srv.url,
+        "--endpoint-type",
+        "completions",
+        "--streaming",
+        "--concurrency",
+        str(conc),
+        "--request-count",
+        str(n),
+        "--warmup-request-count",
+        str(conc),
+        "--synthetic-input-tokens-mean",
+        "32",
+        "--output-tokens-mean",
+        str(out_len),
+        "--tokenizer",
+        str(tok_dir),
+        "--artifact-dir",
+        str(outdir),
+        "--ui-type",
+        "none",
+    ]
+    _run_peer(cmd, "aiperf", offline=False)  # its offline mode cannot load a local path
+    files = list(outdir.rglob("profile_export_aiperf.json")) or list(outdir.rglob("*.json"))
+    data = json.loads(files[0].read_text())
+    # aiperf's "inter_token_latency" is our TPOT.
+    return {
+        "ttft_ms": _stat(data, "time_to_first_token"),
+        "tpot_ms": _stat(data, "inter_token_latency"),
+    }
+
+
+def _run_peer(cmd: list[str], name: str, offline: bool) -> None:
+    env = dict(os.environ)
+    if offline:
+        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if p.returncode != 0:
+        tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-15:])
+        raise RuntimeError(f"{name} exited {p.returncode}:\n{tail}")
+
+
+def _median(m: Any) -> float:
+    """guidellm distribution summary → median (its layout has moved between versions)."""
+    for path in (("successful", "median"), ("successful", "percentiles", "p50"), ("median",)):
+        cur = m
+        try:
+            for k in path:
+                cur = cur[k]
+            return float(cur)
+        except (KeyError, TypeError):
+            continue
+    raise KeyError(f"no median in {str(m)[:200]}")
+
+
+def _stat(data: dict[str, Any], name: str) -> float:
+    entry = data.get(name) or next(
+        (r for r in data.get("records", []) if r.get("tag") == name), None
+    )
+    if entry is None:
+        raise KeyError(f"{name} not in aiperf export")
+    val = entry.get("p50", entry.get("median"))
+    unit = entry.get("unit", "ms")
+    return float(val) / 1e6 if unit == "ns" else float(val)
+
+
+# ------------------------------------------------------------------- main ---
+def requests_for(conc: int) -> int:
+    """Enough requests that most start in steady state (a slot freed), not in the t0 burst."""
+    return max(16, 4 * conc)
+
+
+def pct_err(x: float | None, truth: float) -> str:
+    return "n/a" if x is None else f"{(x - truth) / truth * 100:+.2f}%"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ttft", type=float, default=0.2, help="server TTFT, s (default 0.2)")
+    ap.add_argument("--tpot", type=float, default=0.04, help="server TPOT, s (default 0.04)")
+    ap.add_argument("--out-len", type=int, default=32)
+    ap.add_argument("--concurrency", default="1,64,256")
+    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--peers-venv", default=str(ROOT / ".venv-peers"),
+                    help="venv with guidellm and aiperf (bash scripts/setup-peers.sh)")
+    ap.add_argument("--workers", type=int, default=1, help="our client's worker processes")
+    args = ap.parse_args()
+    concs = [int(c) for c in args.concurrency.split(",")]
+
+    srv = Server(args.ttft, args.tpot)
+    try:
+        print(
+            f"server: TTFT {args.ttft * 1000:.0f} ms, TPOT {args.tpot * 1000:.0f} ms, "
+            f"{args.out_len} tokens/request, one token per event\n"
+        )
+        rows: list[tuple[str, int, float, float, float, float]] = []
+        print(
+            f"{'conc':>5} {'TTFT ms':>9} {'truth':>9} {'err':>8} {'TPOT ms':>9} {'truth':>9} {'err':>8} "
+            f"{'lag p50':>8} {'lag p99':>8} {'lag max':>8} {'ev/s':>8}"
+        )
+        for c in concs:
+            r = run_ours(
+                srv, c, n=requests_for(c), out_len=args.out_len, workers=args.workers, warmups=c
+            )
+            rows.append(("infermatrix", c, r.ttft_ms, r.truth_ttft_ms, r.tpot_ms, r.truth_tpot_ms))
+            print(
+                f"{c:>5} {r.ttft_ms:>9.2f} {r.truth_ttft_ms:>9.2f} {pct_err(r.ttft_ms, r.truth_ttft_ms):>8} "
+                f"{r.tpot_ms:>9.3f} {r.truth_tpot_ms:>9.3f} {pct_err(r.tpot_ms, r.truth_tpot_ms):>8} "
+                f"{r.lag_p50_ms:>8.2f} {r.lag_p99_ms:>8.2f} {r.lag_max_ms:>8.2f} {r.events_per_s:>8.0f}"
+            )
+    finally:
+        srv.stop()
+
+    if not args.no_sweep:
+        print(
+            "\nreceive-lag sweep (server TPOT 10 ms, 50 tokens/request): highest event rate with p99 lag < 5 ms"
+        )
+        srv = Server(0.05, 0.01)
+        best = 0.0
+        try:
+            print(f"{'streams':>8} {'events/s':>9} {'lag p50':>8} {'lag p99':>8} {'lag max':>8}")
+            for c in (16, 32, 64, 128, 256, 384, 512):
+                r = run_ours(srv, c, n=2 * c, out_len=50, workers=args.workers, warmups=c)
+                ok = r.lag_p99_ms < 5.0
+                if ok:
+                    best = max(best, r.events_per_s)
+                print(
+                    f"{c:>8} {r.events_per_s:>9.0f} {r.lag_p50_ms:>8.2f} {r.lag_p99_ms:>8.2f} "
+                    f"{r.lag_max_ms:>8.2f} {'ok' if ok else '> 5 ms'}"
+                )
+                if r.lag_p99_ms > 50:  # far past the knee: stop loading the shared machine
+                    break
+        finally:
+            srv.stop()
+        print(
+            f"highest sustained event rate with p99 lag < 5 ms: {best:.0f} events/s "
+            f"(noisy neighbours on a shared machine lower it: check `uptime`)"
+        )
+
+    if not args.no_peers:
+        venv = Path(args.peers_venv)
+        tok_dir = make_hf_tokenizer_dir()
+        srv = Server(args.ttft, args.tpot)
+        peer_rows: list[tuple[str, int, float | None, float, float | None, float, str]] = []
+        try:
+            for name, fn in (("guidellm", run_guidellm), ("aiperf", run_aiperf)):
+                bin_ = _peer_bin(venv, name)
+                if bin_ is None:
+                    print(f"\n{name}: not installed (pip install {name} into {venv}); skipped")
+                    continue
+                for c in concs:
+                    srv.reset()
+                    n = requests_for(c)
+                    try:
+                        got = fn(bin_, srv, c, n, args.out_len, tok_dir)
+                        tt, tp = truth_medians(srv.truth())
+                        peer_rows.append((name, c, got["ttft_ms"], tt, got["tpot_ms"], tp, ""))
+                    except Exception as e:  # report and go on with the next tool
+                        tt = tp = float("nan")
+                        peer_rows.append(
+                            (name, c, None, tt, None, tp, " | ".join(str(e).splitlines())[-160:])
+                        )
+        finally:
+            srv.stop()
+        print("\nmedian TTFT / TPOT error against server truth (TPOT = their 'ITL')")
+        print(f"{'client':<12} {'conc':>5} {'TTFT err':>9} {'TPOT err':>9}  note")
+        for name, c, ttft, tt, _tpot, tp in rows:
+            print(f"{name:<12} {c:>5} {pct_err(ttft, tt):>9} {pct_err(_tpot, tp):>9}")
+        for name, c, ttft, tt, tpot, tp, note in peer_rows:
+            print(f"{name:<12} {c:>5} {pct_err(ttft, tt):>9} {pct_err(tpot, tp):>9}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
