@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
-from ..plan.jobs import Job, fingerprint, job_id
+from ..plan.jobs import Job, _nodes, _timeout_minutes, fingerprint, job_id
+from .backends import BACKENDS, LaunchContext, Launched, starter
 from .deploy import start_sim
-from .job import JobOutcome, run_job
+from .job import POLICIES, READY_TIMEOUT_S, STOP_SIGNALS, Interrupted, JobOutcome, run_job
 from .provenance import new_run_id
-
-BACKENDS = ("local",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +34,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("how to run")
-    run.add_argument("--backend", choices=BACKENDS, default="local",
-                     help="where servers start (docker and slurm backends: not yet available)")
-    run.add_argument("--engine", choices=("sim",), default="sim",
-                     help="sim: the simulated engine models the recipe's hardware")
+    run.add_argument("--backend", choices=BACKENDS, default=None,
+                     help="how real servers start (default: the fleet's kind in runners/fleets.yaml)")
+    run.add_argument("--engine", dest="engine_mode", choices=("auto", "real", "sim"), default="auto",
+                     help="real: the recipe's engine; sim: the simulated engine models the "
+                          "recipe's hardware on this machine; auto (default): $INFERMATRIX_ENGINE "
+                          "if set, else real on a self-hosted GitHub runner and sim elsewhere")
+    run.add_argument("--virtual", action="store_true",
+                     help="measure on the simulated engine in virtual time: no server, no "
+                          "sleeping, results in the same schema (implies --engine sim)")
+    run.add_argument("--model-path", help="what ${MODEL} binds to (default: the fleet's model_dir "
+                                          "+ checkpoint, else the checkpoint's HF id)")
+    run.add_argument("--on-level-failure", choices=POLICIES, default="continue",
+                     help="after a level fails its error-rate threshold: measure the next level "
+                          "(default) or stop the job")
+    run.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S, metavar="SECONDS",
+                     help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
     run.add_argument("--run-id", help="default: UTC time + random suffix")
@@ -69,21 +83,84 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
             raise UsageError(f"unknown {kind} {name!r}")
     recipe = cat.recipes[args.recipe]
     conc = sorted(set(args.concurrency))
-    return Job(id=job_id(args.recipe, args.workload, args.runner_label, conc, False), sweep="adhoc",
+    # the same id, node count and time-out the planner gives this cell (a per-level job of a
+    # recipe whose flags depend on the concurrency carries its .c<N> suffix)
+    split = recipe.launch_per_concurrency and len(conc) == 1
+    return Job(id=job_id(args.recipe, args.workload, args.runner_label, conc, split), sweep="adhoc",
                recipe=args.recipe, model=recipe.model, hardware=recipe.hardware,
                engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
                workload=args.workload, runner=args.runner_label,
                launcher=cat.fleets[args.runner_label].kind, concurrency=conc,
-               gpus=recipe.total_gpus, nodes=1,
+               gpus=recipe.total_gpus, nodes=_nodes(cat, args.recipe, args.runner_label),
                fingerprint=fingerprint(cat, args.recipe, args.workload, args.runner_label, conc),
-               timeout_minutes=60)
+               timeout_minutes=_timeout_minutes(cat, args.workload, conc))
+
+
+def engine_mode(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    env = os.environ.get("INFERMATRIX_ENGINE", "")
+    if env in ("real", "sim"):
+        return env
+    return "real" if os.environ.get("RUNNER_ENVIRONMENT") == "self-hosted" else "sim"
+
+
+def model_binding(cat: Catalog, job: Job, model_path: str | None) -> str:
+    """${MODEL}: --model-path, else the fleet's model_dir + checkpoint, else the HF id."""
+    if model_path:
+        return model_path
+    recipe = cat.recipes[job.recipe]
+    name = recipe.checkpoint or cat.models[recipe.model].hf_id
+    model_dir = cat.fleets[job.runner].model_dir
+    if model_dir:
+        root = cat.root / model_dir[2:] if model_dir.startswith("./") else Path(model_dir)
+        return str(root / name)
+    return name
+
+
+def real_starter(cat: Catalog, job: Job, run_id: str, kind: str,
+                 args: argparse.Namespace) -> Callable[[Path], Launched]:
+    start = starter(kind)
+
+    def launch(job_dir: Path) -> Launched:
+        ctx = LaunchContext(cat=cat, job=job, fleet_label=job.runner, fleet=cat.fleets[job.runner],
+                            run_id=run_id, job_dir=job_dir,
+                            model=model_binding(cat, job, getattr(args, "model_path", None)),
+                            timeout_minutes=job.timeout_minutes)
+        return start(ctx)
+
+    return launch
 
 
 def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.Namespace) -> JobOutcome:
     if job.recipe not in cat.recipes:
         raise UsageError(f"job {job.id}: unknown recipe {job.recipe!r}")
-    start = partial(start_sim, cat, job.recipe)
-    return run_job(cat, job, run_dir, run_id, start, launcher=args.backend)
+    if job.runner not in cat.fleets:
+        raise UsageError(f"job {job.id}: unknown runner label {job.runner!r}")
+    if getattr(args, "virtual", False):
+        from .virtual import run_virtual_job
+
+        return run_virtual_job(cat, job, run_dir, run_id)
+    if engine_mode(getattr(args, "engine_mode", "sim")) == "sim":
+        start: Callable[[Path], Launched] = partial(start_sim, cat, job.recipe)
+        launcher = "local"
+    else:
+        launcher = getattr(args, "backend", None) or cat.fleets[job.runner].kind
+        start = real_starter(cat, job, run_id, launcher, args)
+    return run_job(cat, job, run_dir, run_id, start, launcher=launcher,
+                   on_level_failure=getattr(args, "on_level_failure", "continue"),
+                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S))
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM (a cancelled workflow, the runner stopping) and SIGHUP unwind like Ctrl-C, so
+    teardown runs and the manifest records the interruption."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise_interrupted)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -92,6 +169,11 @@ def main(args: argparse.Namespace) -> int:
     run_id = args.run_id or new_run_id()
     run_dir = args.output_dir / run_id
     print(f"job {job.id} -> {run_dir}", file=sys.stderr)
-    outcome = execute(cat, job, run_dir, run_id, args)
+    install_signal_handlers()
+    try:
+        outcome = execute(cat, job, run_dir, run_id, args)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}", file=sys.stderr)
+        return 130
     print(f"{outcome.status}: {outcome.job_dir}" + (f" ({outcome.error})" if outcome.error else ""))
     return 0 if outcome.status == "ok" else 1

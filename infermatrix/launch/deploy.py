@@ -1,37 +1,22 @@
-"""Start the server(s) a job needs on this machine and say where their front door is.
+"""The simulated engine as a deployment, and small helpers every backend uses.
 
-Only the simulated engine is started here so far; docker, SLURM and real engines plug in as
-further backends with the same ``Deployment`` result.
+``start_sim`` stands one simulated-engine process in for the whole topology of a recipe (it
+models hardware, model, parallelism and router itself); real engines start through
+``backends/`` from the commands ``engines/`` renders.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.loader import Catalog
+from .backends.base import Launched
 from .process import ManagedProcess
 from .readiness import Canary
 
-
-@dataclass
-class Deployment:
-    procs: list[ManagedProcess]
-    base_url: str
-    health_urls: list[str]
-    served_model: str
-    canary: Canary
-    simulated: bool
-    log_paths: list[Path] = field(default_factory=list)
-
-    def stop(self) -> None:
-        for proc in reversed(self.procs):
-            proc.stop()
-
-    def dead(self) -> ManagedProcess | None:
-        return next((p for p in self.procs if p.exit_code() is not None), None)
+Deployment = Launched  # the name earlier code used
 
 
 def free_port() -> int:
@@ -45,7 +30,7 @@ def served_model_name(cat: Catalog, recipe_id: str) -> str:
     return recipe.checkpoint or cat.models[recipe.model].hf_id
 
 
-def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None) -> Deployment:
+def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None) -> Launched:
     """The simulated engine modelling ``recipe_id``'s hardware, model and topology."""
     port = free_port()
     name = served_model_name(cat, recipe_id)
@@ -56,5 +41,5 @@ def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str]
     proc = ManagedProcess("simulated engine", argv, log)
     base = f"http://127.0.0.1:{port}"
     canary = Canary("/v1/completions", {"model": name, "prompt": "Hello", "max_tokens": 4})
-    return Deployment([proc], base, [f"{base}/health"], name, canary, simulated=True,
-                      log_paths=[log])
+    return Launched([proc], base, [f"{base}/health"], name, canary, simulated=True,
+                    engine="sim", worker_urls=[base], log_paths=[log], commands=[argv])

@@ -7,6 +7,7 @@ loses nothing already measured.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -18,12 +19,24 @@ from .. import __version__
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
-from .deploy import Deployment
+from .backends.base import Launched
+from .drain import drain, flush_prefix_cache
+from .monitor import GpuMonitor
 from .provenance import git_sha, host_facts, utc_now
 from .readiness import NotReady, wait_ready
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+POLICIES = ("continue", "stop")  # what a level that fails its error-rate threshold does
+
+
+class Interrupted(Exception):
+    """A signal asked the job to stop (SIGTERM from the runner, a cancelled workflow)."""
+
+
+class LevelFailed(Exception):
+    pass
 
 
 @dataclass
@@ -53,17 +66,19 @@ def identity_block(cat: Catalog, job: Job, run_id: str, launcher: str, simulated
         "workload": job.workload, "isl": wl.isl, "osl": wl.osl, "runner": job.runner,
         "launcher": launcher, "simulated": simulated, "git_sha": repo_sha,
         "client_version": __version__, "usd_per_gpu_hour": hw.usd_per_gpu_hour,
-        "energy_j": None, "avg_power_w": None,
+        "energy_j": None, "avg_power_w": None, "joules_per_output_token": None,
     }
 
 
-def _bench_config(cat: Catalog, job: Job, deployment: Deployment, conc: int) -> Any:
+def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
+                 model: str | None = None, tokenizer: str | None = None) -> Any:
+    """The client settings of one level: the workload's shape at concurrency ``conc``."""
     from ..client import BenchConfig  # the client is an independent package; import late
 
     wl = cat.workloads[job.workload]
     return BenchConfig(
         backend="openai-chat" if wl.endpoint == "chat" else "vllm",
-        base_url=deployment.base_url, model=deployment.served_model,
+        base_url=base_url, model=model, tokenizer=tokenizer,
         dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
         random_range_ratio=wl.range_ratio, num_prompts=wl.num_prompts(conc),
         num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
@@ -72,73 +87,195 @@ def _bench_config(cat: Catalog, job: Job, deployment: Deployment, conc: int) -> 
     )
 
 
-def _run_level(cat: Catalog, job: Job, deployment: Deployment, conc: int) -> dict[str, Any]:
+def _run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
+    config = bench_config(cat, job, conc, deployment.base_url, deployment.served_model,
+                          deployment.tokenizer)
+    return asyncio.run(_interruptible(config))
+
+
+async def _interruptible(config: Any) -> dict[str, Any]:
+    """The client's run, cancelled at once by SIGTERM/SIGHUP (a Python-level handler would
+    only run between the event loop's callbacks, and the client absorbs errors per request)."""
     from ..client import run_benchmark
 
-    return asyncio.run(run_benchmark(_bench_config(cat, job, deployment, conc)))
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    caught: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def on_signal(sig: int) -> None:
+        caught.append(sig)
+        if task is not None:
+            task.cancel()
+
+    installed = []
+    for sig in STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
+        except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
+            break
+    try:
+        return await run_benchmark(config)
+    except asyncio.CancelledError:
+        if caught:
+            raise Interrupted(signal.Signals(caught[0]).name) from None
+        raise
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, previous[sig])  # remove_signal_handler leaves SIG_DFL behind
 
 
-def _error_rate(result: dict[str, Any]) -> float:
+def error_rate_problem(result: dict[str, Any], max_error_rate: float) -> str | None:
+    """Why a level failed its error-rate threshold, or None when it passed."""
     done = result.get("completed", 0) + result.get("failed", 0)
-    return result.get("failed", 0) / done if done else 1.0
+    rate = result.get("failed", 0) / done if done else 1.0
+    return None if rate <= max_error_rate else f"error rate {rate:.1%} exceeds {max_error_rate:.0%}"
 
 
-def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-            start: Callable[[Path], Deployment], launcher: str,
-            log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
+def _between_levels(cat: Catalog, job: Job, deployment: Launched) -> dict[str, Any]:
+    """Drain (nothing in flight) and, where the workload asks, flush the prefix cache."""
+    urls = deployment.worker_urls or [deployment.base_url]
+    steps: dict[str, Any] = {"drain": drain(urls)}
+    if cat.workloads[job.workload].flush_cache_between_levels:
+        steps["flush"] = flush_prefix_cache(urls, deployment.engine)
+    return steps
+
+
+def _energy(monitor: GpuMonitor | None, t0: float, t1: float, result: dict[str, Any]) -> dict[str, Any]:
+    if monitor is None:
+        return {}
+    joules, watts = monitor.energy(t0, t1)
+    tokens = result.get("total_output_tokens") or 0
+    return {"energy_j": joules, "avg_power_w": watts,
+            "joules_per_output_token": joules / tokens if joules is not None and tokens else None}
+
+
+def _start_monitor(cat: Catalog, job: Job, deployment: Launched, job_dir: Path,
+                   manifest: dict[str, Any]) -> GpuMonitor | None:
+    if deployment.monitor_prefix is None:
+        manifest["gpu_metrics"] = None
+        return None
+    vendor = cat.hardware[cat.recipes[job.recipe].hardware].vendor
+    monitor = GpuMonitor(vendor, job_dir / "gpu-metrics.csv", deployment.monitor_prefix).start()
+    manifest["gpu_metrics"] = {"file": "gpu-metrics.csv", "error": monitor.error}
+    return monitor if monitor.error is None else None
+
+
+def start_manifest(job: Job, out_dir: Path, run_id: str, launcher: str) -> tuple[Path, dict[str, Any]]:
+    """Create the job's folder and its manifest (written at once: a crash still leaves it)."""
     job_dir = out_dir / "jobs" / job.id
     job_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "kind": "job-manifest", "run_id": run_id,
         "job": job.model_dump(), "status": "running", "error": None, "levels": [],
         "started_at": utc_now(), "finished_at": None, "provenance": host_facts(),
+        "launcher": launcher,
     }
     write_json_atomic(job_dir / "manifest.json", manifest)
+    return job_dir, manifest
+
+
+def record_level(job_dir: Path, manifest: dict[str, Any], result: dict[str, Any],
+                 block: dict[str, Any], conc: int, started: str, error: str | None,
+                 extra: dict[str, Any]) -> None:
+    """Write one level's raw result (with its ``infermatrix`` block), then the manifest."""
+    status = "failed" if error else "ok"
+    result["infermatrix"] = {**block, "concurrency": conc, "started_at": started,
+                             "finished_at": utc_now(), "status": status, "error": error, **extra}
+    name = f"conc-{conc}.json"
+    write_json_atomic(job_dir / name, result)
+    manifest["levels"].append({"concurrency": conc, "status": status, "file": name,
+                               "error": error, **extra})
+    write_json_atomic(job_dir / "manifest.json", manifest)
+
+
+def level_line(conc: int, result: dict[str, Any], seconds: float) -> str:
+    return (f"  c={conc:<4} {result.get('completed', 0)} ok / {result.get('failed', 0)} failed, "
+            f"{result.get('output_throughput', 0):.0f} tok/s out, median TPOT "
+            f"{result.get('median_tpot_ms') or 0:.1f} ms ({seconds:.1f} s)")
+
+
+def overall_status(levels: list[dict[str, Any]]) -> str:
+    statuses = {lv["status"] for lv in levels}
+    return "ok" if statuses == {"ok"} else "partial" if "ok" in statuses else "failed"
+
+
+def finish_manifest(job: Job, job_dir: Path, manifest: dict[str, Any]) -> None:
+    """Levels never reached are listed as skipped; the manifest is closed."""
+    done = {lv["concurrency"] for lv in manifest["levels"]}
+    manifest["levels"].extend({"concurrency": c, "status": "skipped", "file": None, "error": None}
+                              for c in job.concurrency if c not in done)
+    manifest["finished_at"] = utc_now()
+    write_json_atomic(job_dir / "manifest.json", manifest)
+
+
+def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
+            start: Callable[[Path], Launched], launcher: str,
+            log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), *,
+            on_level_failure: str = "continue", ready_timeout_s: float = READY_TIMEOUT_S) -> JobOutcome:
+    """Start, prove it serves, sweep every level, tear down. The manifest is rewritten after
+    every step, so whatever happens it says what was measured and what broke."""
+    job_dir, manifest = start_manifest(job, out_dir, run_id, launcher)
     wl = cat.workloads[job.workload]
-    deployment: Deployment | None = None
+    deployment: Launched | None = None
+    monitor: GpuMonitor | None = None
+    interrupted: BaseException | None = None
     try:
         deployment = start(job_dir)
         block = identity_block(cat, job, run_id, launcher, deployment.simulated, git_sha(cat.root))
         manifest["server_logs"] = [p.name for p in deployment.log_paths]
+        manifest["commands"] = deployment.commands
+        write_json_atomic(job_dir / "manifest.json", manifest)
+        monitor = _start_monitor(cat, job, deployment, job_dir, manifest)
         ready_s = wait_ready(deployment.health_urls, deployment.base_url, deployment.canary,
-                             deployment.procs, READY_TIMEOUT_S)
+                             deployment.procs, ready_timeout_s)
+        manifest["ready_s"] = round(ready_s, 2)
+        write_json_atomic(job_dir / "manifest.json", manifest)
         log(f"  server ready in {ready_s:.1f} s at {deployment.base_url}")
-        for conc in job.concurrency:
+        from ..evals.job import JobEvals  # accuracy evals the sweep asks for (docs/accuracy.md)
+        from ..evals.step import Target
+
+        evals = JobEvals.for_job(cat, job, log)
+        target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
+        manifest["evals"] = []
+        for i, conc in enumerate(job.concurrency):
+            between = _between_levels(cat, job, deployment) if i else {}
             started = utc_now()
             t0 = time.perf_counter()
             result = _run_level(cat, job, deployment, conc)
-            rate = _error_rate(result)
-            ok = rate <= wl.max_error_rate
-            error = None if ok else f"error rate {rate:.1%} exceeds {wl.max_error_rate:.0%}"
+            t1 = time.perf_counter()
+            error = error_rate_problem(result, wl.max_error_rate)
+            ok = error is None
             dead = deployment.dead()
             if dead is not None:
                 ok, error = False, f"{dead.name} exited with code {dead.exit_code()} during the level"
-            result["infermatrix"] = {**block, "concurrency": conc, "started_at": started,
-                                     "finished_at": utc_now(), "status": "ok" if ok else "failed",
-                                     "error": error}
-            name = f"conc-{conc}.json"
-            write_json_atomic(job_dir / name, result)
-            manifest["levels"].append({"concurrency": conc, "status": result["infermatrix"]["status"],
-                                       "file": name, "error": error})
-            write_json_atomic(job_dir / "manifest.json", manifest)
-            log(f"  c={conc:<4} {result.get('completed', 0)} ok / {result.get('failed', 0)} failed, "
-                f"{result.get('output_throughput', 0):.0f} tok/s out, median TPOT "
-                f"{result.get('median_tpot_ms') or 0:.1f} ms ({time.perf_counter() - t0:.1f} s)")
+            record_level(job_dir, manifest, result, {**block, **_energy(monitor, t0, t1, result)},
+                         conc, started, error, between)
+            log(level_line(conc, result, t1 - t0))
+            if dead is None:  # evals run against the still-warm server, after the level
+                manifest["evals"] += evals.after_level(conc, target, result["infermatrix"], job_dir, log)
+                write_json_atomic(job_dir / "manifest.json", manifest)
             if dead is not None:
-                raise NotReady(f"{dead.name} exited with code {dead.exit_code()}; "
-                               f"log tail:\n{dead.tail()}")
-        statuses = {lv["status"] for lv in manifest["levels"]}
-        manifest["status"] = "ok" if statuses == {"ok"} else "partial" if "ok" in statuses else "failed"
-    except NotReady as exc:
+                raise NotReady(f"{dead.name} exited with code {dead.exit_code()} during the "
+                               f"c={conc} level; log tail:\n{dead.tail()}")
+            if not ok and on_level_failure == "stop":
+                raise LevelFailed(f"c={conc}: {error}; stopping (--on-level-failure stop)")
+        manifest["status"] = overall_status(manifest["levels"])
+    except (NotReady, LevelFailed) as exc:
         manifest["status"], manifest["error"] = "failed", str(exc)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
+        interrupted = exc
     except Exception as exc:  # recorded, never lost: the manifest says what broke
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
     finally:
+        if monitor is not None:
+            monitor.stop()
         if deployment is not None:
             deployment.stop()
-        done = {lv["concurrency"] for lv in manifest["levels"]}
-        manifest["levels"].extend({"concurrency": c, "status": "skipped", "file": None, "error": None}
-                                  for c in job.concurrency if c not in done)
-        manifest["finished_at"] = utc_now()
-        write_json_atomic(job_dir / "manifest.json", manifest)
+        finish_manifest(job, job_dir, manifest)
+    if interrupted is not None:
+        raise interrupted
     return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])

@@ -1,7 +1,8 @@
 """`infermatrix sweep`: the whole pipeline on this machine — plan, run each job, collect, report.
 
 With no arguments it runs matrix/sweeps/smoke.yaml on the simulated engine. The steps are the
-same CLI stages the GitHub workflows call, in the same order.
+same CLI stages the GitHub workflows call, in the same order: ``STAGES`` lists them, ``main`` runs
+them in that order, and tests/workflows/ checks .github/workflows/sweep.yml and job.yml against it.
 """
 
 from __future__ import annotations
@@ -11,24 +12,62 @@ import sys
 import time
 
 from ..catalog.loader import load_catalog
+from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
-from .cli import add_run_arguments, execute
+from .cli import add_run_arguments, engine_mode, execute
 from .provenance import new_run_id, utc_now
+
+# The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
+# `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
+# in the collect job. CI_ONLY stages need what only CI has (the last published run).
+ENGINE_MODES = ("sim", "real", "auto")
+STAGES: tuple[str, ...] = ("validate", "plan", "run", "collect", "report")
+CI_ONLY_ENGINE_MODES = ("sim", "real", "auto")
+STAGES: tuple[str, ...] = ("compare",)
+
+
+def _stage(name: str) -> None:
+    print(f"== {name}", file=sys.stderr)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", nargs="?", default="smoke", help="sweep name or path (default: smoke)")
-    add_filter_arguments(parser)
-    add_run_arguments(parser)
+    parser.add_argument("--local", action="store_true",
+                        help="run every job on this machine (the default; GitHub Actions fans the "
+                             "same stages out over self-hosted runners)")
+    add_filter_arguments(parser)  # its --engine GLOB filters recipes, as in `infermatrix plan`
+    scratch = argparse.ArgumentParser(add_help=False)
+    add_run_arguments(scratch)
+    group = parser.add_argument_group("how to run")
+    for action in scratch._actions:  # all but `run --engine`, which --engine below stands for
+        if "--engine" not in action.option_strings:
+            group._add_action(action)
+    parser.set_defaults(engine_mode="sim")
+
+
+def split_engine_flags(args: argparse.Namespace) -> None:
+    """`--engine sim|real|auto` chooses what serves (as in `infermatrix run`); any other value
+    filters recipes by engine name (vllm, sglang, trtllm — never one of those three words)."""
+    modes = [g for g in args.engine if g in ENGINE_MODES]
+    if len(set(modes)) > 1:
+        raise UsageError(f"--engine: choose one of {', '.join(ENGINE_MODES)}, not {modes}")
+    if modes:
+        args.engine_mode = modes[0]
+    args.engine = [g for g in args.engine if g not in ENGINE_MODES]
+    if args.virtual:
+        args.engine_mode = "sim"
 
 
 def main(args: argparse.Namespace) -> int:
     from ..report import build_run_report
 
     t0 = time.perf_counter()
-    cat = load_catalog(args.root)
+    split_engine_flags(args)
+    _stage("validate")
+    cat = load_catalog(args.root)  # loading cross-validates, exactly as `infermatrix validate`
+    _stage("plan")
     sweep = resolve_sweep(cat, args.sweep)
     jobs = plan_sweep(cat, sweep, filters_from(args))
     run_id = args.run_id or new_run_id()
@@ -37,7 +76,9 @@ def main(args: argparse.Namespace) -> int:
           f"-> {run_dir}", file=sys.stderr)
     run_dir.mkdir(parents=True, exist_ok=True)
     run_manifest = {"schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
-                    "engine": args.engine, "started_at": utc_now(), "jobs": []}
+                    "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),
+                    "started_at": utc_now(), "jobs": []}
+    _stage("run")
     for i, job in enumerate(jobs, 1):
         print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
         outcome = execute(cat, job, run_dir, run_id, args)
@@ -47,6 +88,8 @@ def main(args: argparse.Namespace) -> int:
         write_json_atomic(run_dir / "run.json", run_manifest)
     run_manifest["finished_at"] = utc_now()
     write_json_atomic(run_dir / "run.json", run_manifest)
+    _stage("collect")  # build_run_report normalises the raw results into records (collect)
+    _stage("report")  # ... and draws the plots and the dashboard from them (report)
     outputs = build_run_report(run_dir)
     failed = [j for j in run_manifest["jobs"] if j["status"] != "ok"]
     print(f"done in {time.perf_counter() - t0:.0f} s: {len(jobs) - len(failed)}/{len(jobs)} jobs ok")

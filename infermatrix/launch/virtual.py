@@ -1,0 +1,109 @@
+"""Virtual time: a job measured by the simulated engine's discrete-event kernel.
+
+No server starts and nothing sleeps: each level's requests (the workload's lengths, drawn as the
+client draws them) are played through ``sim.simulate`` with the level's concurrency cap, turned
+into the client's request records, and summarised by the client's own metrics and result code —
+so a virtual result has exactly the schema of a real run. Its ``infermatrix`` block says
+``simulated: true`` and ``launcher: "virtual"``.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..catalog.loader import Catalog
+from ..plan.jobs import Job
+from .job import (
+    JobOutcome,
+    bench_config,
+    error_rate_problem,
+    finish_manifest,
+    identity_block,
+    level_line,
+    overall_status,
+    record_level,
+    start_manifest,
+)
+from .provenance import git_sha, utc_now
+
+LAUNCHER = "virtual"
+
+
+def _lengths(rng: random.Random, length: int, ratio: float, n: int) -> list[int]:
+    """Uniform in [ratio × L, L], as the client's random dataset draws them."""
+    low = max(1, int(ratio * length))
+    return [rng.randint(low, length) for _ in range(n)]
+
+
+def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
+    """One level in virtual time → the client's result dict (bench_serving keys and ours)."""
+    from ..client.metrics import compute  # the client stays independent: import late
+    from ..client.records import RequestRecord
+    from ..client.result import build_result
+    from ..client.tokenizer import load_tokenizer
+    from ..sim import SimConfig, SimRequest, simulate
+
+    wl = cat.workloads[job.workload]
+    cfg = bench_config(cat, job, conc, base_url=f"virtual://{job.recipe}").model_copy(
+        update={"num_warmups": 0})  # a simulated engine has nothing to warm up
+    rng = random.Random(cfg.seed)
+    n = cfg.num_prompts
+    inputs = _lengths(rng, wl.isl, wl.range_ratio, n)
+    outputs = _lengths(rng, wl.osl, wl.range_ratio, n)
+    sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
+    run = simulate(sim, [SimRequest(i, o) for i, o in zip(inputs, outputs, strict=True)],
+                   concurrency=conc)
+    records = []
+    for res in run.results:
+        rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
+                            output_len_requested=res.max_tokens, start=res.sent_at,
+                            dispatched=0.0, deadline=0.0,
+                            end=res.finished_at if res.finished_at is not None else res.sent_at)
+        if res.error is not None:
+            rec.error, rec.error_detail = "rejected", res.error
+        elif res.completion_tokens:
+            # one word per token: the word tokenizer counts what usage says, exactly
+            rec.event_times = list(res.token_times)
+            rec.event_texts = [" the"] * len(rec.event_times)
+            rec.usage_completion_tokens = res.completion_tokens
+            rec.usage_prompt_tokens = res.prompt_tokens
+        else:
+            rec.error = "empty_output"
+        records.append(rec)
+    t0 = min((r.sent_at for r in run.results), default=0.0)
+    t_end = max((r.end for r in records), default=t0)
+    tok = load_tokenizer(None)
+    metrics = compute(records, t0, t_end, tok, cfg.metric_percentiles, cfg.percentile_metrics,
+                      cfg.goodput)
+    result = build_result(cfg, sim.served_model_name, tok.name, metrics,
+                          notes=[f"virtual time: {run.steps} engine steps simulated in "
+                                 f"{run.wall_seconds:.2f} s of wall time"])
+    result["sim_preemptions"] = run.preemptions
+    return result
+
+
+def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
+                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
+    """Every level of ``job`` in virtual time, written as a real job writes its levels."""
+    wl = cat.workloads[job.workload]
+    job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
+    block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
+    try:
+        for conc in job.concurrency:
+            started = utc_now()
+            t0 = time.perf_counter()
+            result = measure_level(cat, job, conc)
+            error = error_rate_problem(result, wl.max_error_rate)
+            record_level(job_dir, manifest, result, block, conc, started, error, {})
+            log(level_line(conc, result, time.perf_counter() - t0))
+        manifest["status"] = overall_status(manifest["levels"])
+    except Exception as exc:  # recorded, never lost: the manifest says what broke
+        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
+    finally:
+        finish_manifest(job, job_dir, manifest)
+    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
