@@ -1,0 +1,31 @@
+"""Agentic capacity: the highest number of concurrent closed-loop agents a deployment serves
+while every SLO tier holds (AA-AgentPerf methodology), normalised per GPU, kW and $/hour.
+
+    from infermatrix.capacity import CapacitySettings, Target, find_capacity_sync
+    doc = find_capacity_sync(Target(BenchConfig(base_url=...)), source, [SLO20, SLO60],
+                             Deployment(gpus=8), CapacitySettings(duration_s=60))
+
+Uses the client (sessions) and, to search a simulated recipe, the launch module.
+"""
+
+from .normalise import Deployment, normalise
+from .run import CapacitySettings, Target, find_capacity, find_capacity_sync
+from .search import CapacitySearch, SearchResult, TierResult
+from .tiers import DEFAULT_TIERS, SLO20, SLO60, SloTier, judge
+
+__all__ = [
+    "DEFAULT_TIERS",
+    "SLO20",
+    "SLO60",
+    "CapacitySearch",
+    "CapacitySettings",
+    "Deployment",
+    "SearchResult",
+    "SloTier",
+    "Target",
+    "TierResult",
+    "find_capacity",
+    "find_capacity_sync",
+    "judge",
+    "normalise",
+]

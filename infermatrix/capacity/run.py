@@ -1,0 +1,205 @@
+"""Capacity search against a running server: each level is a closed-loop agent run, with a
+drain and a cache-bust before it, so a level never inherits the previous one's queue or warm
+prefixes.
+
+Cache-bust is done twice over: every level salts the start of every prompt (works on any
+engine), and where the engine has a flush endpoint it is called too (vLLM needs
+VLLM_SERVER_DEV_MODE=1; TensorRT-LLM has none, the salt still works)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from time import perf_counter
+from typing import Any
+
+from ..client.affinity import NONE, Affinity
+from ..client.config import BenchConfig
+from ..client.http import HTTPClient
+from ..client.request import make_client
+from ..client.runner import resolve_model
+from ..client.session_sources import SessionSource
+from ..client.sessions import LevelOutcome, LevelPlan, run_level, summarize
+from ..client.tokenizer import Tokenizer, load_tokenizer
+from ..launch.drain import drain, flush_prefix_cache
+from .normalise import Deployment, normalise
+from .search import CapacitySearch, SearchResult
+from .tiers import SloTier, judge
+
+SCHEMA = "infermatrix-agentic-capacity"
+SCHEMA_VERSION = 1
+
+# (t0, t1) perf_counter → mean total GPU power in W over that span, or None
+PowerProbe = Callable[[float, float], float | None]
+
+
+@dataclass
+class CapacitySettings:
+    duration_s: float = 120.0  # measured window per level
+    warmup_s: float = 30.0
+    mid_session: bool = True
+    start: int = 1
+    max_concurrency: int = 4096
+    resolution: int = 1
+    max_error_rate: float = 0.05
+    flush_cache: bool = True
+    drain_timeout_s: float = 120.0
+    max_context_tokens: int | None = None
+    seed: int = 0
+    time_scale: float = 1.0  # of a simulated engine: tool delays shrink with it
+
+
+@dataclass
+class Target:
+    """Where to send load and how to treat the server between levels."""
+
+    cfg: BenchConfig
+    engine: str | None = None  # for the flush endpoint: vllm, sglang, sim; None: salt only
+    worker_urls: list[str] = field(default_factory=list)  # drained and flushed; default: cfg's
+    affinity: Affinity = NONE
+    power: PowerProbe | None = None
+
+
+class LevelRunner:
+    """``await runner(concurrency)`` → the level's summary (used by CapacitySearch)."""
+
+    def __init__(
+        self,
+        target: Target,
+        source: SessionSource,
+        settings: CapacitySettings,
+        client: HTTPClient,
+        model: str,
+        tok: Tokenizer,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.t, self.source, self.s = target, source, settings
+        self.client, self.model, self.tok = client, model, tok
+        self.log = log or (lambda _m: None)
+        self.run_salt = secrets.token_hex(3)  # a second search on the same server starts cold too
+        self.outcomes: dict[int, LevelOutcome] = {}
+
+    async def __call__(self, agents: int) -> dict[str, Any]:
+        urls = self.t.worker_urls or [self.t.cfg.root_url]
+        between: dict[str, Any] = {
+            "drain": await asyncio.to_thread(drain, urls, self.s.drain_timeout_s)
+        }
+        if self.s.flush_cache and self.t.engine:
+            between["flush"] = await asyncio.to_thread(flush_prefix_cache, urls, self.t.engine)
+        plan = LevelPlan(
+            agents=agents,
+            duration_s=self.s.duration_s,
+            warmup_s=self.s.warmup_s,
+            mid_session=self.s.mid_session,
+            seed=self.s.seed,
+            salt=f"x{self.run_salt}L{len(self.outcomes)}c{agents}",
+            max_context_tokens=self.s.max_context_tokens,
+            time_scale=self.s.time_scale,
+        )
+        t0 = perf_counter()
+        out = await run_level(
+            self.t.cfg,
+            self.source,
+            plan,
+            self.t.affinity,
+            tok=self.tok,
+            client=self.client,
+            model=self.model,
+        )
+        t1 = perf_counter()
+        self.outcomes[agents] = out
+        summary = summarize(out)
+        summary["between"] = between
+        summary["elapsed_s"] = t1 - t0
+        summary["avg_power_w"] = self.t.power(t0 + self.s.warmup_s, t1) if self.t.power else None
+        self.log(
+            f"  agents={agents:<5} P25 speed {_f(summary['p25_output_speed'])} tok/s, "
+            f"P95 TTFT {_f(summary['p95_ttft_ms'])} ms, {summary['completed']} ok / "
+            f"{summary['failed']} failed, cached {_f(summary['cached_token_ratio'], 2)}"
+        )
+        return summary
+
+
+async def find_capacity(
+    target: Target,
+    source: SessionSource,
+    tiers: Sequence[SloTier],
+    deployment: Deployment,
+    settings: CapacitySettings | None = None,
+    *,
+    log: Callable[[str], None] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Search every tier; return the capacity document (schema ``infermatrix-agentic-capacity``)."""
+    s = settings or CapacitySettings()
+    tok = load_tokenizer(target.cfg.tokenizer)
+    async with make_client(target.cfg.timeouts) as client:
+        model = await resolve_model(client, target.cfg)
+        runner = LevelRunner(target, source, s, client, model, tok, log)
+        search = CapacitySearch(
+            runner,
+            tiers,
+            start=s.start,
+            max_concurrency=s.max_concurrency,
+            resolution=s.resolution,
+            max_error_rate=s.max_error_rate,
+        )
+        result = await search.run()
+    return capacity_document(result, deployment, s, target, source, model, meta or {})
+
+
+def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
+    return asyncio.run(find_capacity(*args, **kw))
+
+
+def capacity_document(
+    result: SearchResult,
+    deployment: Deployment,
+    s: CapacitySettings,
+    target: Target,
+    source: SessionSource,
+    model: str,
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    tiers = []
+    for tr in result.tiers:
+        at = result.levels.get(tr.passing_concurrency, {})
+        tiers.append(
+            {
+                "tier": tr.tier.model_dump(),
+                "passing_concurrency": tr.passing_concurrency,
+                "first_failing": tr.first_failing,
+                "bounded": tr.bounded,
+                "searched": sorted(tr.verdicts),
+                **normalise(tr.passing_concurrency, deployment, at.get("avg_power_w")),
+            }
+        )
+    levels = [
+        {
+            "concurrency": c,
+            **lv,
+            "tiers": {
+                t.name: judge(lv, t, s.max_error_rate).as_dict()
+                for t in (r.tier for r in result.tiers)
+            },
+        }
+        for c, lv in result.levels.items()
+    ]
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "model_id": model,
+        "source": source.name,
+        "affinity": target.affinity.describe(),
+        "endpoint": target.cfg.url,
+        "settings": asdict(s),
+        "tiers": tiers,
+        "levels": levels,
+        **meta,
+    }
+
+
+def _f(x: float | None, digits: int = 0) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"

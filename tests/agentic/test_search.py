@@ -1,0 +1,78 @@
+"""The search algorithm alone: coarse doubling, bisection, shared levels, edge cases."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from infermatrix.capacity.search import CapacitySearch
+from infermatrix.capacity.tiers import SLO20, SLO60, SloTier, judge
+
+
+def level_with_limits(limits: dict[str, int]):
+    """A level summary whose speed/TTFT pass a tier exactly up to that tier's limit."""
+    measured: list[int] = []
+
+    async def measure(c: int) -> dict[str, Any]:
+        measured.append(c)
+        ok20, ok60 = c <= limits["SLO20"], c <= limits["SLO60"]
+        return {
+            "completed": 10,
+            "error_rate": 0.0,
+            "p25_output_speed": 70.0 if ok60 else 30.0 if ok20 else 5.0,
+            "p95_ttft_ms": 1000.0 if ok60 else 8000.0 if ok20 else 20000.0,
+        }
+
+    return measure, measured
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 37, 64, 100])
+def test_finds_exact_threshold_at_resolution_one(limit: int) -> None:
+    measure, _ = level_with_limits({"SLO20": limit, "SLO60": limit})
+    res = asyncio.run(CapacitySearch(measure, [SLO20], max_concurrency=1024).run())
+    assert res.tiers[0].passing_concurrency == limit
+    assert res.tiers[0].first_failing == limit + 1
+
+
+def test_coarse_resolution_is_within_one_step() -> None:
+    measure, _ = level_with_limits({"SLO20": 37, "SLO60": 37})
+    t = asyncio.run(CapacitySearch(measure, [SLO20], resolution=4).run()).tiers[0]
+    assert t.passing_concurrency <= 37 < t.first_failing
+    assert t.first_failing - t.passing_concurrency <= 4
+
+
+def test_tiers_share_levels_and_keep_their_order() -> None:
+    measure, measured = level_with_limits({"SLO20": 50, "SLO60": 12})
+    res = asyncio.run(CapacitySearch(measure, [SLO20, SLO60]).run())
+    assert [t.tier.name for t in res.tiers] == ["SLO20", "SLO60"]
+    assert [t.passing_concurrency for t in res.tiers] == [50, 12]
+    assert len(measured) == len(set(measured)), "a level was measured twice"
+    assert measured[:5] == [1, 2, 4, 8, 16]  # the stricter tier ran first; SLO20 reused them
+
+
+def test_nothing_passes_and_max_reached() -> None:
+    measure, _ = level_with_limits({"SLO20": 0, "SLO60": 0})
+    t = asyncio.run(CapacitySearch(measure, [SLO20]).run()).tiers[0]
+    assert (t.passing_concurrency, t.first_failing) == (0, 1)
+    measure, _ = level_with_limits({"SLO20": 10_000, "SLO60": 10_000})
+    t = asyncio.run(CapacitySearch(measure, [SLO20], max_concurrency=24).run()).tiers[0]
+    assert (t.passing_concurrency, t.bounded) == (24, False)
+
+
+def test_judge_reasons() -> None:
+    tier = SloTier.parse("X=20:10")
+    assert judge({"completed": 5, "p25_output_speed": 25, "p95_ttft_ms": 9000}, tier).passed
+    v = judge(
+        {"completed": 5, "p25_output_speed": 19, "p95_ttft_ms": 11000, "error_rate": 0.2}, tier
+    )
+    assert (
+        not v.passed
+        and "P25 output speed" in v.reason
+        and "P95 TTFT" in v.reason
+        and "error rate" in v.reason
+    )
+    assert tier.scaled(10).min_output_speed == 200 and tier.scaled(10).max_ttft_s == 1.0
+    with pytest.raises(ValueError):
+        SloTier.parse("X=20")
