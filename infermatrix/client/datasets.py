@@ -13,6 +13,7 @@ from typing import Any
 from .arrivals import gamma_deadlines
 from .config import BenchConfig
 from .errors import ClientInputError
+from .jsonl import read_jsonl
 from .prompts import exact_ids, exact_prompt
 from .records import RequestSpec
 from .tokenizer import Tokenizer
@@ -150,7 +151,7 @@ def trace_dataset(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
     on (seed, hash id), so requests sharing ids share a real token prefix. Arrivals follow the
     timestamps (relative to the first, × ``trace_time_scale``)."""
     path = _path(cfg)
-    rows = _read_jsonl(path, cfg.num_prompts)
+    rows = read_jsonl(path, cfg.num_prompts)
     blocks: dict[int, list[int]] = {}
     bs = cfg.trace_block_size
     specs = []
@@ -197,24 +198,3 @@ def _path(cfg: BenchConfig) -> Path:
     if not path.is_file():
         raise ClientInputError(f"cannot read dataset {path}: no such file")
     return path
-
-
-def _read_jsonl(path: Path, limit: int) -> list[tuple[int, dict[str, Any]]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
-    try:
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if len(rows) >= limit:
-                    break
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ClientInputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-                if not isinstance(row, dict):
-                    raise ClientInputError(f"{path}:{lineno}: expected a JSON object")
-                rows.append((lineno, row))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ClientInputError(f"cannot read dataset {path}: {e}") from e
-    return rows

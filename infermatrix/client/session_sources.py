@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import ClientInputError
+from .jsonl import read_jsonl
 from .prompts import exact_ids
 from .tokenizer import Tokenizer
 
@@ -275,7 +276,7 @@ class TraceSource:
 
 def _read_turns(path: Path, context: ContextMode) -> list[Session]:
     convs: dict[str, list[tuple[int, int, Turn]]] = {}
-    for lineno, row in _read_jsonl(path):
+    for lineno, row in read_jsonl(path):
         try:
             cid = str(row["conversation_id"])
             msgs = row["messages"]
@@ -332,7 +333,7 @@ class MooncakeSource:
         open_tails: dict[
             tuple[int, ...], int
         ] = {}  # full-block ids of a session's last row → group
-        for lineno, row in _read_jsonl(self.path):
+        for lineno, row in read_jsonl(self.path):
             try:
                 isl, osl = int(row["input_length"]), int(row["output_length"])
                 ids = [int(h) for h in row.get("hash_ids", [])]
@@ -505,22 +506,3 @@ def _read_json(path: Path) -> Any:
         raise ClientInputError(f"cannot read {path}: {e.strerror or e}") from e
     except json.JSONDecodeError as e:
         raise ClientInputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
-
-
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    try:
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ClientInputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-                if not isinstance(row, dict):
-                    raise ClientInputError(f"{path}:{lineno}: expected a JSON object")
-                rows.append((lineno, row))
-    except OSError as e:
-        raise ClientInputError(f"cannot read {path}: {e.strerror or e}") from e
-    return rows
