@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infermatrix.catalog.loader import load_catalog  # noqa: E402
-from infermatrix.catalog.validate import match_recipes  # noqa: E402
+from infermatrix.catalog.validate import entry_recipes  # noqa: E402
 from infermatrix.sim import SimConfig, SimRequest, simulate  # noqa: E402
 
 TARGET_S = 600.0  # a nightly-size sweep of the seed catalog should simulate within 10 minutes
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     total_wall = 0.0
     for entry in cat.sweeps[args.sweep].entries:
-        for rid in match_recipes(cat, entry.recipes):
+        for rid in entry_recipes(cat, entry):
             for wl_name in entry.workloads:
                 wl = cat.workloads[wl_name]
                 for conc in entry.concurrency:

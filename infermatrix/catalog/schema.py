@@ -426,6 +426,10 @@ class Workload(Strict):
 
 class SweepEntry(Strict):
     recipes: list[str] = Field(min_length=1, description="recipe ids or globs")
+    tags: list[str] = Field(default_factory=list,
+                            description="keep only recipes with at least one of these tags")
+    exclude_tags: list[str] = Field(default_factory=list,
+                                    description="leave out recipes with any of these tags")
     workloads: list[Name] = Field(min_length=1)
     concurrency: list[PositiveInt] = Field(min_length=1)
     runners: list[str] | None = Field(

@@ -6,7 +6,7 @@ import fnmatch
 import math
 
 from .loader import Catalog
-from .schema import PRECISIONS, Recipe
+from .schema import PRECISIONS, Recipe, SweepEntry
 from .yamlsrc import Problem
 
 # Weights may use at most this share of a GPU's memory: the rest is KV cache and activations.
@@ -85,6 +85,13 @@ def match_recipes(cat: Catalog, patterns: list[str]) -> list[str]:
     return [rid for rid in cat.recipes if any(fnmatch.fnmatchcase(rid, p) for p in patterns)]
 
 
+def entry_recipes(cat: Catalog, entry: SweepEntry) -> list[str]:
+    """The recipes a sweep entry names: its ids/globs, narrowed by its tag filters."""
+    keep, drop = set(entry.tags), set(entry.exclude_tags)
+    return [rid for rid in match_recipes(cat, entry.recipes)
+            if (not keep or keep & set(cat.recipes[rid].tags)) and not drop & set(cat.recipes[rid].tags)]
+
+
 def _sweep_problems(cat: Catalog) -> list[Problem]:
     out = []
     for name, sweep in cat.sweeps.items():
@@ -94,6 +101,8 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
             for j, pattern in enumerate(entry.recipes):
                 if not match_recipes(cat, [pattern]):
                     out.append(origin.problem((*loc, "recipes", j), f"no recipe matches {pattern!r}"))
+            if match_recipes(cat, entry.recipes) and not entry_recipes(cat, entry):
+                out.append(origin.problem((*loc,), "the tag filters leave no recipe"))
             for j, wl in enumerate(entry.workloads):
                 if wl not in cat.workloads:
                     out.append(origin.problem((*loc, "workloads", j), f"unknown workload {wl!r}"))

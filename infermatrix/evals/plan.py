@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog.loader import Catalog
-from ..catalog.validate import match_recipes
+from ..catalog.validate import entry_recipes
 from .schema import AccuracyConfig, EvalPolicy, EvalTask
 
 LevelPlan = dict[int, list[tuple[str, EvalTask]]]
@@ -19,7 +19,7 @@ def entry_for(cat: Catalog, sweep: str, recipe: str, workload: str) -> Any | Non
     """The first entry of ``sweep`` that lists ``recipe`` (by id or glob) and ``workload``."""
     found = cat.sweeps.get(sweep)
     for entry in found.entries if found is not None else []:
-        if workload in entry.workloads and recipe in match_recipes(cat, entry.recipes):
+        if workload in entry.workloads and recipe in entry_recipes(cat, entry):
             return entry
     return None
 

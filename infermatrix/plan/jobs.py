@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..catalog.loader import Catalog
-from ..catalog.validate import fleet_fits, match_recipes
+from ..catalog.validate import entry_recipes, fleet_fits
 
 # Bump when the meaning of a fingerprint changes, so old results stop matching new jobs.
 FINGERPRINT_VERSION = 1
@@ -144,7 +144,7 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
     sweep = cat.sweeps[sweep_name]
     jobs: dict[str, Job] = {}
     for entry in sweep.entries:
-        for rid in match_recipes(cat, entry.recipes):
+        for rid in entry_recipes(cat, entry):
             recipe = cat.recipes[rid]
             if not filters.allows(recipe=rid, model=recipe.model, hardware=recipe.hardware,
                                   engine=recipe.engine.name):

@@ -126,3 +126,27 @@ def test_capacity_error_is_one_line(capsys, repo_root: Path, tmp_path: Path) -> 
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "jobs exceed the workflow's capacity of 0 shards" in err[0]
+
+
+def test_sweep_tag_filters(repo_root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "repo"
+    for part in ("matrix", "benchmarks", "runners"):
+        shutil.copytree(repo_root / part, root / part)
+    (root / "matrix" / "sweeps" / "tagged.yaml").write_text(
+        "entries:\n"
+        "  - recipes: ['*']\n    tags: [inferencemax]\n    exclude_tags: [test]\n"
+        "    workloads: [smoke-1k-128]\n    concurrency: [4]\n")
+    cat = load_catalog(root)
+    recipes = {job.recipe for job in plan_sweep(cat, "tagged")}
+    tagged = {rid for rid, r in cat.recipes.items() if "inferencemax" in r.tags}
+    assert recipes and recipes <= tagged
+    # the nightly sweep leaves the tiny CPU and test-only recipes out
+    nightly = {job.recipe for job in plan_sweep(load_catalog(repo_root), "nightly")}
+    assert not {rid for rid in nightly if "test" in cat.recipes[rid].tags}
+    # a tag filter that leaves nothing is a catalog error, named by file and field
+    (root / "matrix" / "sweeps" / "tagged.yaml").write_text(
+        "entries:\n  - recipes: ['*']\n    tags: [no-such-tag]\n"
+        "    workloads: [smoke-1k-128]\n    concurrency: [4]\n")
+    assert main(["validate", "--root", str(root)]) == 2
