@@ -24,8 +24,7 @@ from .provenance import new_run_id, utc_now
 # in the collect job. CI_ONLY stages need what only CI has (the last published run).
 ENGINE_MODES = ("sim", "real", "auto")
 STAGES: tuple[str, ...] = ("validate", "plan", "run", "collect", "report")
-CI_ONLY_ENGINE_MODES = ("sim", "real", "auto")
-STAGES: tuple[str, ...] = ("compare",)
+CI_ONLY_STAGES: tuple[str, ...] = ("compare",)
 
 
 def _stage(name: str) -> None:

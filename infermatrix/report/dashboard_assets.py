@@ -1,0 +1,370 @@
+"""The dashboard's stylesheet and script, inlined into index.html (no network, works from file://).
+
+Kept as Python strings so they ship inside the package with no package-data configuration.
+The script reads the JSON embedded in ``<script id="imx-data">`` (see dashboard.py).
+"""
+
+CSS = r"""
+:root { --bg:#ffffff; --fg:#1b1f24; --muted:#6e7781; --grid:#d8dee4; --panel:#f6f8fa;
+  --accent:#0969da; --good:#1a7f37; --bad:#cf222e; color-scheme: light; }
+:root[data-theme="dark"] { --bg:#0d1117; --fg:#e6edf3; --muted:#8b949e; --grid:#30363d;
+  --panel:#161b22; --accent:#58a6ff; --good:#3fb950; --bad:#f85149; color-scheme: dark; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+  background:var(--bg); color:var(--fg); }
+header { display:flex; align-items:center; gap:1rem; padding:.6rem 1rem; border-bottom:1px solid var(--grid); flex-wrap:wrap; }
+header h1 { font-size:1.1rem; margin:0; }
+header .meta { color:var(--muted); font-size:.85rem; }
+nav { display:flex; gap:.25rem; margin-left:auto; }
+nav button, .btn { background:var(--panel); color:var(--fg); border:1px solid var(--grid);
+  border-radius:6px; padding:.3rem .7rem; cursor:pointer; font:inherit; }
+nav button[aria-selected="true"] { border-color:var(--accent); color:var(--accent); }
+#filters { display:flex; flex-wrap:wrap; gap:.6rem 1rem; padding:.6rem 1rem; background:var(--panel);
+  border-bottom:1px solid var(--grid); align-items:end; }
+#filters label { display:flex; flex-direction:column; font-size:.75rem; color:var(--muted); gap:.15rem; }
+select, input { background:var(--bg); color:var(--fg); border:1px solid var(--grid); border-radius:6px;
+  padding:.25rem .4rem; font:inherit; font-size:.85rem; }
+main { padding:.8rem 1rem; }
+.view[hidden] { display:none; }
+#chart-wrap { position:relative; width:100%; height:min(62vh,620px); min-height:320px; }
+#chart { width:100%; height:100%; display:block; border:1px solid var(--grid); border-radius:6px; }
+#tip { position:absolute; pointer-events:none; background:var(--panel); border:1px solid var(--grid);
+  border-radius:6px; padding:.5rem .6rem; font-size:.8rem; max-width:440px; box-shadow:0 4px 14px rgba(0,0,0,.25); z-index:3; }
+#tip.pinned { pointer-events:auto; border-color:var(--accent); }
+#tip[hidden] { display:none; }
+#tip table { border-collapse:collapse; } #tip td { padding:0 .4rem 0 0; vertical-align:top; }
+#tip td:first-child { color:var(--muted); white-space:nowrap; }
+#legend { display:flex; flex-wrap:wrap; gap:.3rem 1rem; margin:.5rem 0; font-size:.8rem; }
+#legend span { display:inline-flex; align-items:center; gap:.3rem; }
+#legend svg { width:12px; height:12px; }
+.controls { display:flex; flex-wrap:wrap; gap:.6rem 1rem; margin-bottom:.5rem; align-items:end; }
+.controls label { display:flex; flex-direction:column; font-size:.75rem; color:var(--muted); }
+.controls label.inline { flex-direction:row; align-items:center; gap:.3rem; }
+table.data { border-collapse:collapse; width:100%; font-size:.8rem; }
+table.data th, table.data td { border-bottom:1px solid var(--grid); padding:.25rem .45rem; text-align:left; white-space:nowrap; }
+table.data th { position:sticky; top:0; background:var(--panel); cursor:pointer; user-select:none; }
+table.data td.num { text-align:right; font-variant-numeric:tabular-nums; }
+.scroll { overflow:auto; max-height:70vh; border:1px solid var(--grid); border-radius:6px; }
+.good { color:var(--good); } .bad { color:var(--bad); font-weight:600; } .muted { color:var(--muted); }
+a { color:var(--accent); }
+h2 { font-size:1rem; margin:1rem 0 .4rem; }
+#detail { border:1px solid var(--grid); border-radius:6px; padding:.2rem .8rem .6rem; margin:.6rem 0; font-size:.85rem; }
+#detail td:first-child { color:var(--muted); padding-right:.6rem; }
+pre.cmd { background:var(--panel); border:1px solid var(--grid); border-radius:6px; padding:.5rem; white-space:pre-wrap; word-break:break-all; font-size:.78rem; margin:.2rem 0 .6rem; }
+.pager { display:flex; gap:.5rem; align-items:center; margin:.4rem 0; font-size:.85rem; }
+"""
+
+JS = r"""
+"use strict";
+(function () {
+const DATA = JSON.parse(document.getElementById("imx-data").textContent);
+const $ = (id) => document.getElementById(id);
+const FILTERS = ["model", "workload", "hardware", "engine", "precision"];
+const AX = DATA.axes;  // metric -> {label, higher, scale}
+const PALETTE = DATA.palette, SHAPES = ["o", "s", "^", "D", "v", "P", "X", "*"];
+
+// ---------------------------------------------------------------- decode the columnar data
+const N = DATA.count, cols = DATA.columns, rows = new Array(N);
+for (let i = 0; i < N; i++) rows[i] = { i: i };
+for (const [name, col] of Object.entries(cols)) {
+  if (col.dict) { const d = col.dict, c = col.codes; for (let i = 0; i < N; i++) rows[i][name] = c[i] < 0 ? null : d[c[i]]; }
+  else { const v = col.values; for (let i = 0; i < N; i++) rows[i][name] = v[i]; }
+}
+const runs = DATA.runs;  // oldest first
+const uniq = (k) => Array.from(new Set(rows.map((r) => r[k]).filter((v) => v !== null))).sort();
+const hwColour = {}; uniq("hardware").forEach((h, i) => { hwColour[h] = PALETTE[i % PALETTE.length]; });
+const engShape = {}; DATA.engines.forEach((e, i) => { engShape[e] = SHAPES[i % SHAPES.length]; });
+
+const state = { view: "chart", run: runs.length ? runs[runs.length - 1] : "__all__", failed: false,
+  y: "output_tput_per_gpu", x: "interactivity", logx: false, series: true, page: 0,
+  sort: { key: "output_tput_per_gpu", dir: -1 }, pinned: null, f: {} };
+FILTERS.forEach((k) => { state.f[k] = "__all__"; });
+// A frontier compares like with like: open on the most measured model, then its most measured workload.
+function mostCommon(list, k) { const n = new Map(); let best = null;
+  for (const r of list) { const c = (n.get(r[k]) || 0) + 1; n.set(r[k], c); if (best === null || c > n.get(best) || (c === n.get(best) && r[k] < best)) best = r[k]; }
+  return best; }
+(function () { const inRun = rows.filter((r) => state.run === "__all__" || r.run_id === state.run);
+  const model = mostCommon(inRun, "model"); if (model === null) return; state.f.model = model;
+  const wl = mostCommon(inRun.filter((r) => r.model === model), "workload"); if (wl !== null) state.f.workload = wl; })();
+
+// ---------------------------------------------------------------- helpers
+const fmt = (v, d) => v === null || v === undefined || Number.isNaN(v) ? "–"
+  : Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en-US")
+  : v.toLocaleString("en-US", { maximumFractionDigits: d === undefined ? (Math.abs(v) < 10 ? 2 : 1) : d });
+const esc = (s) => String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+const val = (r, m) => { const v = r[m]; return v === null || v === undefined ? null : v * (AX[m] ? AX[m].scale : 1); };
+// DATA.catalog is a page (linked as page#<recipe-id>) or a template with {id} / {anchor}
+// ({anchor}: the GitHub heading slug of the recipe id, as docs/catalog.md's headings get).
+const slug = (id) => id.toLowerCase().replace(/ /g, "-").replace(/[^a-z0-9_-]/g, "");
+const catalogHref = (r) => /\{(id|anchor)\}/.test(DATA.catalog)
+  ? DATA.catalog.replace("{id}", encodeURIComponent(r.recipe)).replace("{anchor}", slug(r.recipe))
+  : DATA.catalog + "#" + encodeURIComponent(r.recipe).replace(/%2F/g, "/");
+function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+
+function filtered(opts) {
+  const o = opts || {};
+  return rows.filter((r) => {
+    if (!o.anyRun && state.run !== "__all__" && r.run_id !== state.run) return false;
+    if (!o.anyStatus && !state.failed && r.status !== "ok") return false;
+    for (const k of FILTERS) if (state.f[k] !== "__all__" && r[k] !== state.f[k]) return false;
+    return true;
+  });
+}
+
+function pareto(pts, xHigher, yHigher) {  // pts: [{x, y, r}], returns frontier sorted by x
+  const sx = xHigher ? 1 : -1, sy = yHigher ? 1 : -1;
+  const order = pts.slice().sort((a, b) => (sx * b.x - sx * a.x) || (sy * b.y - sy * a.y));
+  const front = []; let best = -Infinity;
+  for (const p of order) { if (sy * p.y > best) { front.push(p); best = sy * p.y; } }
+  return front.sort((a, b) => a.x - b.x);
+}
+
+// ---------------------------------------------------------------- controls
+function option(value, label, selected) { const o = document.createElement("option"); o.value = value; o.textContent = label; o.selected = !!selected; return o; }
+function fillSelect(sel, values, current, allLabel) {
+  sel.textContent = "";
+  if (allLabel) sel.appendChild(option("__all__", allLabel, current === "__all__"));
+  values.forEach((v) => sel.appendChild(option(v, v, v === current)));
+}
+function setupControls() {
+  FILTERS.forEach((k) => { const s = $("f-" + k); fillSelect(s, uniq(k), state.f[k], "all");
+    s.addEventListener("change", () => { state.f[k] = s.value; state.page = 0; render(); }); });
+  const runSel = $("f-run");
+  fillSelect(runSel, runs.slice().reverse(), state.run, "all runs");
+  runSel.addEventListener("change", () => { state.run = runSel.value; state.page = 0; render(); });
+  $("f-failed").addEventListener("change", (e) => { state.failed = e.target.checked; render(); });
+  const metricOpts = (sel, list, cur) => { sel.textContent = ""; list.forEach((m) => sel.appendChild(option(m, AX[m].label, m === cur))); };
+  metricOpts($("c-y"), DATA.y_metrics, state.y); metricOpts($("c-x"), DATA.x_metrics, state.x);
+  $("c-y").addEventListener("change", (e) => { state.y = e.target.value; render(); });
+  $("c-x").addEventListener("change", (e) => { state.x = e.target.value; render(); });
+  $("c-logx").addEventListener("change", (e) => { state.logx = e.target.checked; render(); });
+  $("c-series").addEventListener("change", (e) => { state.series = e.target.checked; render(); });
+  $("c-best").addEventListener("change", () => renderBest(filtered()));
+  document.querySelectorAll("nav button[data-view]").forEach((b) => b.addEventListener("click", () => {
+    state.view = b.dataset.view; render(); }));
+  const cmpBase = $("cmp-base"), cmpNew = $("cmp-new");
+  fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);
+  fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
+  [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
+  $("theme").addEventListener("click", () => {
+    const cur = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+    document.documentElement.dataset.theme = cur;
+    try { localStorage.setItem("imx-theme", cur); } catch (e) { /* file:// may forbid storage */ }
+    render();
+  });
+}
+
+// ---------------------------------------------------------------- chart
+const chart = { pts: [], grid: null, cell: 24, toX: null, toY: null };
+function niceTicks(lo, hi, n) {
+  const span = hi - lo || Math.abs(hi) || 1, step0 = span / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => span / s <= n) || 10 * mag;
+  const out = []; for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  return out;
+}
+function drawShape(ctx, shape, x, y, s) {
+  ctx.beginPath();
+  if (shape === "s") ctx.rect(x - s, y - s, 2 * s, 2 * s);
+  else if (shape === "^") { ctx.moveTo(x, y - s * 1.2); ctx.lineTo(x + s * 1.1, y + s * 0.9); ctx.lineTo(x - s * 1.1, y + s * 0.9); ctx.closePath(); }
+  else if (shape === "v") { ctx.moveTo(x, y + s * 1.2); ctx.lineTo(x + s * 1.1, y - s * 0.9); ctx.lineTo(x - s * 1.1, y - s * 0.9); ctx.closePath(); }
+  else if (shape === "D") { ctx.moveTo(x, y - s * 1.3); ctx.lineTo(x + s * 1.1, y); ctx.lineTo(x, y + s * 1.3); ctx.lineTo(x - s * 1.1, y); ctx.closePath(); }
+  else ctx.arc(x, y, s, 0, 2 * Math.PI);
+  ctx.fill();
+}
+function renderChart(data) {
+  const canvas = $("chart"), wrap = $("chart-wrap"), dpr = window.devicePixelRatio || 1;
+  const W = wrap.clientWidth, H = wrap.clientHeight;
+  canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
+  const ctx = canvas.getContext("2d"); ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const fg = cssVar("--fg"), muted = cssVar("--muted"), gridc = cssVar("--grid");
+  ctx.fillStyle = cssVar("--bg"); ctx.fillRect(0, 0, W, H);
+  const logx = state.logx;
+  const pts = [];
+  for (const r of data) {
+    const x = val(r, state.x), y = val(r, state.y);
+    if (x === null || y === null || (logx && x <= 0)) continue;
+    pts.push({ x: x, y: y, r: r });
+  }
+  chart.pts = pts;
+  canvas.dataset.points = String(pts.length);
+  $("count").textContent = pts.length.toLocaleString("en-US") + " points";
+  const m = { l: 70, r: 16, t: 14, b: 46 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
+  if (!pts.length) { ctx.fillStyle = muted; ctx.font = "14px system-ui"; ctx.fillText("No points match the filters.", m.l + 10, m.t + 30); chart.grid = null; renderLegend([]); return; }
+  const tx = (v) => logx ? Math.log10(v) : v;
+  let x0 = Infinity, x1 = -Infinity, y0 = 0, y1 = -Infinity;
+  for (const p of pts) { const xv = tx(p.x); if (xv < x0) x0 = xv; if (xv > x1) x1 = xv; if (p.y > y1) y1 = p.y; if (p.y < y0) y0 = p.y; }
+  const xmin = x0, padx = (x1 - x0) * 0.04 || 1; x0 -= padx; x1 += padx; y1 = y1 * 1.06 || 1;
+  if (!logx && x0 < 0 && xmin >= 0) x0 = 0;
+  const toX = (v) => m.l + (tx(v) - x0) / (x1 - x0) * pw, toY = (v) => m.t + ph - (v - y0) / (y1 - y0) * ph;
+  chart.toX = toX; chart.toY = toY;
+  ctx.strokeStyle = gridc; ctx.lineWidth = 1; ctx.fillStyle = muted; ctx.font = "11px system-ui";
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (const t of niceTicks(y0, y1, 6)) { const y = toY(t); ctx.beginPath(); ctx.moveTo(m.l, y); ctx.lineTo(m.l + pw, y); ctx.stroke(); ctx.fillText(fmt(t), m.l - 6, y); }
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  const xt = logx ? niceTicks(Math.floor(x0), Math.ceil(x1), 8).filter((t) => Number.isInteger(t)).map((t) => Math.pow(10, t)) : niceTicks(x0, x1, 8);
+  for (const t of xt) { const x = toX(t); if (x < m.l - 1 || x > m.l + pw + 1) continue; ctx.beginPath(); ctx.moveTo(x, m.t); ctx.lineTo(x, m.t + ph); ctx.stroke(); ctx.fillText(fmt(t), x, m.t + ph + 6); }
+  ctx.fillStyle = fg; ctx.font = "12px system-ui";
+  ctx.fillText(AX[state.x].label + (logx ? " (log)" : ""), m.l + pw / 2, H - 18);
+  ctx.save(); ctx.translate(14, m.t + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle"; ctx.fillText(AX[state.y].label, 0, 0); ctx.restore();
+  // points, grouped by series so each style is set once
+  const groups = new Map();
+  for (const p of pts) { const k = p.r.hardware + "\u0000" + p.r.engine; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(p); p.px = toX(p.x); p.py = toY(p.y); }
+  const size = pts.length > 5000 ? 2.2 : 3.6;
+  const xh = AX[state.x].higher, yh = AX[state.y].higher;
+  const path = (front) => { ctx.beginPath(); front.forEach((p, j) => { if (j) ctx.lineTo(p.px, p.py); else ctx.moveTo(p.px, p.py); }); ctx.stroke(); };
+  // the frontier over everything shown: a wide halo under the points
+  const overall = pareto(pts, xh, yh);
+  ctx.lineJoin = "round"; ctx.lineCap = "round";
+  ctx.strokeStyle = fg; ctx.globalAlpha = 0.22; ctx.lineWidth = 9; path(overall);
+  ctx.globalAlpha = 0.9; ctx.lineWidth = 1.2; ctx.setLineDash([5, 4]); path(overall); ctx.setLineDash([]);
+  ctx.globalAlpha = pts.length > 5000 ? 0.45 : 0.75;
+  for (const [k, g] of groups) { const [hw, eng] = k.split("\u0000"); ctx.fillStyle = hwColour[hw]; const sh = engShape[eng] || "o";
+    for (const p of g) drawShape(ctx, sh, p.px, p.py, size); }
+  ctx.globalAlpha = 1;
+  if (state.series) for (const [k, g] of groups) { const front = pareto(g, xh, yh), c = hwColour[k.split("\u0000")[0]], sh = engShape[k.split("\u0000")[1]] || "o";
+    ctx.strokeStyle = c; ctx.lineWidth = 1.4; path(front); ctx.fillStyle = c; front.forEach((p) => drawShape(ctx, sh, p.px, p.py, size + 1)); }
+  ctx.fillStyle = fg; overall.forEach((p) => drawShape(ctx, engShape[p.r.engine] || "o", p.px, p.py, size + 2.2));
+  ctx.fillStyle = cssVar("--bg"); overall.forEach((p) => drawShape(ctx, "o", p.px, p.py, 1.3));
+  canvas.dataset.frontier = String(overall.length);
+  // hover grid
+  const grid = new Map(), c = chart.cell;
+  for (const p of pts) { const key = Math.floor(p.px / c) + "," + Math.floor(p.py / c); if (!grid.has(key)) grid.set(key, []); grid.get(key).push(p); }
+  chart.grid = grid;
+  renderLegend(Array.from(groups.keys()));
+}
+function nearest(mx, my) {
+  if (!chart.grid) return null;
+  const c = chart.cell, gx = Math.floor(mx / c), gy = Math.floor(my / c); let best = null, bd = 100;
+  for (let i = gx - 1; i <= gx + 1; i++) for (let j = gy - 1; j <= gy + 1; j++) {
+    for (const p of chart.grid.get(i + "," + j) || []) { const d = (p.px - mx) ** 2 + (p.py - my) ** 2; if (d < bd) { bd = d; best = p; } } }
+  return best;
+}
+function renderLegend(keys) {
+  const hws = Array.from(new Set(keys.map((k) => k.split("\u0000")[0]))).sort();
+  const engs = Array.from(new Set(keys.map((k) => k.split("\u0000")[1]))).sort();
+  const sym = (shape, colour) => { const s = { o: '<circle cx="6" cy="6" r="5"/>', s: '<rect x="1" y="1" width="10" height="10"/>', "^": '<path d="M6 0L12 11H0Z"/>', v: '<path d="M6 12L12 1H0Z"/>', D: '<path d="M6 0L12 6L6 12L0 6Z"/>' }[shape] || '<circle cx="6" cy="6" r="5"/>';
+    return '<svg viewBox="0 0 12 12" fill="' + colour + '">' + s + "</svg>"; };
+  $("legend").innerHTML = hws.map((h) => "<span>" + sym("o", hwColour[h]) + esc(h) + "</span>").join("")
+    + engs.map((e) => "<span>" + sym(engShape[e] || "o", cssVar("--muted")) + esc(e) + "</span>").join("")
+    + '<span><svg viewBox="0 0 12 12"><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-opacity=".35" stroke-width="6"/><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-width="1.2" stroke-dasharray="3 2"/></svg>frontier (all)</span>';
+}
+function tipHtml(r) {
+  const rowsHtml = [["recipe", esc(r.recipe)], ["engine", esc(r.engine + " " + (r.engine_version || ""))],
+    ["precision", esc(r.precision)], ["topology", esc(r.topology) + " (" + r.gpus_total + " GPUs" + (r.mode === "disaggregated" ? ", " + r.gpus_prefill + "P/" + r.gpus_decode + "D" : "") + ")"],
+    ["workload", esc(r.workload) + " (" + r.isl + "/" + r.osl + ")"], ["concurrency", r.concurrency],
+    ["run", esc(r.run_id)], ["runner", esc(r.runner)],
+    [AX[state.y].label, fmt(val(r, state.y))], [AX[state.x].label, fmt(val(r, state.x))],
+    ["median TTFT", fmt(r.median_ttft_ms) + " ms"], ["median TPOT", fmt(r.median_tpot_ms) + " ms"],
+    ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)]];
+  const links = '<a href="' + esc(catalogHref(r)) + '">catalog entry (launch command)</a>' + (r.raw ? ' · <a href="' + esc(r.raw) + '">raw JSON</a>' : "");
+  return "<table>" + rowsHtml.map((x) => "<tr><td>" + x[0] + "</td><td>" + x[1] + "</td></tr>").join("") + "</table><div>" + links + "</div>";
+}
+function showDetail(p) {
+  const d = $("detail");
+  if (!p) { d.hidden = true; d.textContent = ""; return; }
+  const cmds = (DATA.launch || {})[p.r.recipe] || [];
+  d.innerHTML = "<h2>" + esc(p.r.recipe) + " · " + esc(p.r.workload) + " · concurrency " + p.r.concurrency + "</h2>" + tipHtml(p.r)
+    + (cmds.length ? "<h2>Launch commands</h2>" + cmds.map((c) => '<div class="muted">' + esc(c.name) + " (" + esc(c.role) + ')</div><pre class="cmd">' + esc(c.command) + "</pre>").join("")
+                   : '<p class="muted">Full launch commands: see the catalog entry.</p>');
+  d.hidden = false;
+}
+function showTip(p, pinned) {
+  const tip = $("tip"), wrap = $("chart-wrap");
+  if (!p) { if (!state.pinned) tip.hidden = true; return; }
+  tip.innerHTML = tipHtml(p.r); tip.hidden = false; tip.classList.toggle("pinned", !!pinned);
+  const w = tip.offsetWidth, h = tip.offsetHeight;
+  tip.style.left = Math.min(p.px + 12, wrap.clientWidth - w - 4) + "px";
+  tip.style.top = Math.max(4, Math.min(p.py + 12, wrap.clientHeight - h - 4)) + "px";
+}
+function setupHover() {
+  const canvas = $("chart");
+  canvas.addEventListener("mousemove", (e) => { if (state.pinned) return; const b = canvas.getBoundingClientRect(); showTip(nearest(e.clientX - b.left, e.clientY - b.top), false); });
+  canvas.addEventListener("mouseleave", () => { if (!state.pinned) $("tip").hidden = true; });
+  canvas.addEventListener("click", (e) => { const b = canvas.getBoundingClientRect(); const p = nearest(e.clientX - b.left, e.clientY - b.top);
+    state.pinned = p; showDetail(p); if (p) showTip(p, true); else $("tip").hidden = true; });
+}
+
+// ---------------------------------------------------------------- best-at table
+function renderBest(data) {
+  const ths = $("c-best").value.split(",").map(Number).filter((v) => v > 0);
+  const xh = AX.interactivity.higher, groups = new Map();
+  for (const r of data) { if (r.interactivity === null || r.output_tput_per_gpu === null || r.status !== "ok") continue;
+    const k = r.model + " · " + r.workload; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(r); }
+  let html = "<tr><th>model · workload</th><th>≥ tok/s/user</th><th>best configuration</th><th>conc</th><th>tok/s/GPU</th><th>tok/s/user</th><th>$/M out</th></tr>";
+  for (const [k, g] of Array.from(groups).sort()) for (const t of ths) {
+    let best = null; for (const r of g) if ((xh ? r.interactivity >= t : r.interactivity <= t) && (!best || r.output_tput_per_gpu > best.output_tput_per_gpu)) best = r;
+    html += "<tr><td>" + esc(k) + '</td><td class="num">' + t + "</td>" + (best ? '<td><a href="' + esc(catalogHref(best)) + '">' + esc(best.recipe) + "</a> " + esc(best.topology) + '</td><td class="num">' + best.concurrency + '</td><td class="num">' + fmt(best.output_tput_per_gpu) + '</td><td class="num">' + fmt(best.interactivity) + '</td><td class="num">' + fmt(best.usd_per_m_output_tokens) + "</td>" : '<td class="muted" colspan="5">none meets it</td>') + "</tr>";
+  }
+  $("best").innerHTML = html;
+}
+
+// ---------------------------------------------------------------- table view
+const TABLE_COLS = ["run_id", "recipe", "hardware", "engine", "precision", "topology", "gpus_total", "workload", "concurrency",
+  "output_tput_per_gpu", "total_tput_per_gpu", "interactivity", "e2e_interactivity", "median_ttft_ms", "median_e2el_ms",
+  "usd_per_m_output_tokens", "j_per_output_token", "error_rate", "status"];
+const PAGE = 200;
+function renderTable(data) {
+  const s = state.sort, sorted = data.slice().sort((a, b) => { const x = a[s.key], y = b[s.key];
+    if (x === y) return 0; if (x === null) return 1; if (y === null) return -1; return (x < y ? -1 : 1) * s.dir; });
+  const pages = Math.max(1, Math.ceil(sorted.length / PAGE)); state.page = Math.min(state.page, pages - 1);
+  const part = sorted.slice(state.page * PAGE, (state.page + 1) * PAGE);
+  const head = "<tr>" + TABLE_COLS.map((c) => '<th data-key="' + c + '">' + esc(c) + (c === s.key ? (s.dir > 0 ? " ▲" : " ▼") : "") + "</th>").join("") + "<th>links</th></tr>";
+  const body = part.map((r) => "<tr>" + TABLE_COLS.map((c) => typeof r[c] === "number" ? '<td class="num">' + fmt(r[c]) + "</td>" : "<td>" + esc(r[c]) + "</td>").join("")
+    + '<td><a href="' + esc(catalogHref(r)) + '">catalog</a>' + (r.raw ? ' <a href="' + esc(r.raw) + '">raw</a>' : "") + "</td></tr>").join("");
+  $("table").innerHTML = head + body;
+  $("table").dataset.rows = String(sorted.length);
+  $("pager-info").textContent = sorted.length.toLocaleString("en-US") + " rows · page " + (state.page + 1) + " / " + pages;
+  $("table").querySelectorAll("th[data-key]").forEach((th) => th.addEventListener("click", () => {
+    const k = th.dataset.key; state.sort = { key: k, dir: state.sort.key === k ? -state.sort.dir : -1 }; renderTable(filtered()); }));
+}
+
+// ---------------------------------------------------------------- compare view
+const CMP = DATA.compare_metrics;  // [[metric, higherIsBetter], ...]
+function renderCompare() {
+  const base = $("cmp-base").value, neu = $("cmp-new").value, noise = Number($("cmp-noise").value) || 0;
+  const keyOf = (r) => [r.recipe, r.workload, r.runner, r.concurrency].join("\u0000");
+  const pool = filtered({ anyRun: true, anyStatus: true });
+  const a = new Map(), b = new Map();
+  for (const r of pool) { if (r.run_id === base) a.set(keyOf(r), r); if (r.run_id === neu) b.set(keyOf(r), r); }
+  const keys = Array.from(new Set([...a.keys(), ...b.keys()])).sort();
+  let reg = 0, imp = 0;
+  const rowsHtml = keys.map((k) => { const x = a.get(k), y = b.get(k), any = y || x;
+    let cells = ""; let worst = "";
+    for (const [m, higher] of CMP) {
+      const v0 = x && x.status === "ok" ? val(x, m) : null, v1 = y && y.status === "ok" ? val(y, m) : null;
+      if (v0 === null || v1 === null || v0 === undefined || v1 === undefined || v0 === 0) { cells += '<td class="num muted">' + fmt(v1) + "</td>"; continue; }
+      const pct = 100 * (v1 - v0) / Math.abs(v0), better = higher ? pct > noise : pct < -noise, worse = higher ? pct < -noise : pct > noise;
+      if (worse) worst = "bad"; else if (better && !worst) worst = "good";
+      cells += '<td class="num ' + (worse ? "bad" : better ? "good" : "") + '">' + fmt(v1) + " (" + (pct >= 0 ? "+" : "") + pct.toFixed(1) + "%)</td>";
+    }
+    const state_ = !x ? "new" : !y ? "gone" : x.status === "ok" && y.status !== "ok" ? "now failing" : worst === "bad" ? "regression" : worst === "good" ? "improved" : "same";
+    if (state_ === "regression" || state_ === "now failing") reg++; if (state_ === "improved") imp++;
+    return '<tr><td>' + esc(any.recipe) + "</td><td>" + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (state_ === "regression" || state_ === "now failing" ? "bad" : state_ === "improved" ? "good" : "muted") + '">' + state_ + "</td>" + cells + "</tr>"; });
+  $("cmp").innerHTML = "<tr><th>recipe</th><th>workload</th><th>conc</th><th>change</th>" + CMP.map((c) => "<th>" + esc(AX[c[0]] ? AX[c[0]].label : c[0]) + "</th>").join("") + "</tr>" + rowsHtml.join("");
+  $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements (noise ±" + noise + "%)";
+}
+
+// ---------------------------------------------------------------- top level
+function render() {
+  document.querySelectorAll("nav button[data-view]").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.view === state.view)));
+  document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + state.view; });
+  const data = filtered();
+  if (state.view === "chart") { state.pinned = null; $("tip").hidden = true; showDetail(null); renderChart(data); renderBest(data); }
+  else if (state.view === "table") renderTable(data);
+  else renderCompare();
+}
+function start() {
+  let theme = null; try { theme = localStorage.getItem("imx-theme"); } catch (e) { theme = null; }
+  if (!theme) theme = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  document.documentElement.dataset.theme = theme;
+  setupControls(); setupHover();
+  $("prev").addEventListener("click", () => { state.page = Math.max(0, state.page - 1); renderTable(filtered()); });
+  $("next").addEventListener("click", () => { state.page += 1; renderTable(filtered()); });
+  window.addEventListener("resize", () => { if (state.view === "chart") renderChart(filtered()); });
+  render();
+  document.body.dataset.ready = "1";
+}
+window.imx = { state: state, render: render, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref };
+start();
+})();
+"""

@@ -1,0 +1,108 @@
+"""Static plots (matplotlib, Agg): one figure per view, one panel per (model, workload).
+
+Colour = hardware, marker = engine; a thin line is each hardware × engine frontier, the thick
+line the frontier over all. Every figure is written as PNG and SVG in a light and a dark theme.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E402
+from ..results.records import Record  # noqa: E402
+from .style import THEMES, Theme, colours, markers  # noqa: E402
+
+RASTERIZE_ABOVE = 2000  # points per panel: above it the SVG embeds the scatter as an image
+MAX_COLUMNS = 3
+DPI = 110
+
+
+def _values(recs: Sequence[Record], metric: str) -> list[float]:
+    scale = AXES[metric].scale
+    return [r.metric(metric) * scale for r in recs]  # type: ignore[operator]
+
+
+def _style_axes(ax: plt.Axes, theme: Theme) -> None:
+    ax.set_facecolor(theme.background)
+    ax.grid(True, color=theme.grid, linewidth=0.6)
+    ax.tick_params(colors=theme.foreground, labelsize=8)
+    for spine in ax.spines.values():
+        spine.set_color(theme.grid)
+
+
+def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | None:
+    """The figure for one view, or None when no record has both of its metrics."""
+    y, x = VIEWS[view]
+    recs = usable(records, x, y)
+    if not recs:
+        return None
+    panels = group_by(recs, ("model", "workload"))
+    hw_colour = colours(r.hardware for r in recs)
+    eng_marker = markers(r.engine for r in recs)
+    cols = min(MAX_COLUMNS, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.6 * rows + 1.2), squeeze=False)
+    fig.patch.set_facecolor(theme.background)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, ((model, workload), precs) in zip(axes.flat, panels.items(), strict=False):
+        _style_axes(ax, theme)
+        many = len(precs) > RASTERIZE_ABOVE
+        for (hw, eng), srecs in group_by(precs, ("hardware", "engine")).items():
+            c = hw_colour[hw]
+            ax.scatter(_values(srecs, x), _values(srecs, y), s=10 if many else 22, c=c, alpha=0.35,
+                       marker=eng_marker[eng], linewidths=0, rasterized=many)
+            line = frontier(srecs, y, x)
+            ax.plot(_values(line, x), _values(line, y), color=c, linewidth=1.0, alpha=0.9,
+                    marker=eng_marker[eng], markersize=4)
+        best = frontier(precs, y, x)  # the frontier over all: a wide band under the series
+        bx, by = _values(best, x), _values(best, y)
+        ax.plot(bx, by, color=theme.foreground, linewidth=8, alpha=0.2, zorder=1,
+                solid_capstyle="round", solid_joinstyle="round")
+        ax.plot(bx, by, color=theme.foreground, linewidth=1.1, linestyle="--", alpha=0.9, zorder=5)
+        ax.set_title(f"{model} · {workload}", color=theme.foreground, fontsize=10)
+        ax.set_xlabel(AXES[x].label, color=theme.foreground, fontsize=8)
+        ax.set_ylabel(AXES[y].label, color=theme.foreground, fontsize=8)
+    handles = [Line2D([], [], color=c, marker="o", linestyle="", label=hw) for hw, c in hw_colour.items()]
+    handles += [Line2D([], [], color=theme.muted, marker=m, linestyle="", label=e) for e, m in eng_marker.items()]
+    handles.append(Line2D([], [], color=theme.foreground, linewidth=6, alpha=0.3, label="frontier (all)"))
+    legend = fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 8), frameon=False,
+                        fontsize=8)
+    for text in legend.get_texts():
+        text.set_color(theme.foreground)
+    height_in = fig.get_size_inches()[1]
+    fig.suptitle(f"{AXES[y].label} vs {AXES[x].label}", color=theme.foreground, fontsize=12,
+                 y=1 - 0.12 / height_in, va="top")
+    # Fixed margins in inches: tight_layout costs a full extra draw per figure.
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width,
+                        bottom=1.0 / height, top=1 - 0.75 / height,
+                        wspace=0.32, hspace=0.55)
+    return fig
+
+
+def write_plots(records: Sequence[Record], out_dir: Path, themes: Sequence[str] = ("light", "dark"),
+                formats: Sequence[str] = ("png", "svg")) -> dict[str, Path]:
+    """Every view × theme × format under ``out_dir``; returns {"<view>.<theme>.<fmt>": path}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for view in VIEWS:
+        for name in themes:
+            fig = view_figure(records, view, THEMES[name])
+            if fig is None:
+                continue
+            for fmt in formats:
+                path = out_dir / f"{view}.{name}.{fmt}"
+                fig.savefig(path, dpi=DPI, facecolor=fig.get_facecolor())
+                written[path.name] = path
+            plt.close(fig)
+    return written

@@ -1,0 +1,50 @@
+"""The GitHub job-summary markdown: what ran, what failed, the frontier, the best configs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..results.collect import CollectSummary
+from ..results.pareto import best_at, frontiers, usable
+from ..results.records import Record, run_order
+
+DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
+                thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50) -> str:
+    runs = run_order(records)
+    ok = [r for r in records if r.ok]
+    lines = ["## infermatrix results", "",
+             f"{len(records)} levels ({len(ok)} ok, {len(records) - len(ok)} failed) from "
+             f"{len({(r.run_id, r.job_id) for r in records})} jobs in {len(runs)} run(s): "
+             f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}."]
+    if collect is not None and (collect.skipped or collect.missing):
+        lines += ["", f"> **Warning**: collect skipped files — {collect.line()}."]
+    lines += ["", "### Best configuration at a given interactivity", "",
+              "| model | workload | ≥ tok/s/user | recipe | topology | conc | tok/s/GPU | tok/s/user | $/M out |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for b in best_at(records, thresholds):
+        r = b.record
+        if r is None:
+            lines.append(f"| {b.model} | {b.workload} | {b.threshold:g} | none meets it | | | | | |")
+        else:
+            lines.append(f"| {b.model} | {b.workload} | {b.threshold:g} | {r.recipe} | {r.topology} | "
+                         f"{r.concurrency} | {_f(r.output_tput_per_gpu)} | {_f(r.interactivity)} | "
+                         f"{_f(r.usd_per_m_output_tokens, 2)} |")
+    lines += ["", "### Pareto frontier (output tok/s/GPU vs tok/s/user, all hardware and engines)", ""]
+    for (model, workload), lines_ in frontiers(usable(records, "interactivity", "output_tput_per_gpu")).items():
+        pts = ", ".join(f"{r.hardware}/{r.engine} c{r.concurrency}: {_f(r.output_tput_per_gpu, 0)} @ "
+                        f"{_f(r.interactivity)}" for r in lines_[("all",)])
+        lines.append(f"- **{model} · {workload}**: {pts}")
+    failed = [r for r in records if not r.ok]
+    if failed:
+        lines += ["", f"### Failed levels ({len(failed)})", ""]
+        lines += [f"- `{r.job_id}` c={r.concurrency}: {r.error or 'failed'}" for r in failed[:max_failures]]
+        if len(failed) > max_failures:
+            lines.append(f"- … and {len(failed) - max_failures} more")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,209 @@
+"""`infermatrix collect`, `report` and `compare`: each takes the argv after its subcommand and
+returns an exit code. A mistake is one line on stderr and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from ..errors import UsageError
+from .collect import collect
+from .compare import DEFAULT_NOISE, compare, failures, markdown
+from .export import write_records_csv, write_records_jsonl, write_text_atomic
+from .records import Record, run_order
+from .sources import check_exists, load, load_one, select_runs
+from .store import Store, is_store
+
+MAX_REASONS = 20
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _run(prog: str, parser: argparse.ArgumentParser, argv: Sequence[str],
+         body: Callable[[argparse.Namespace], int]) -> int:
+    try:
+        return body(parser.parse_args(list(argv)))
+    except (UsageError, OSError, sqlite3.Error) as exc:  # --help still exits, as argparse does
+        if isinstance(exc, OSError) and exc.strerror:
+            exc = UsageError(f"{exc.filename or ''}: {exc.strerror}".lstrip(": "))
+        print(f"infermatrix {prog}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _check_store(path: Path | None) -> None:
+    if path is None or not path.exists():
+        return
+    if path.is_dir() or (path.stat().st_size and not is_store(path)):
+        raise UsageError(f"{path}: not an SQLite history store")
+
+
+# ---------------------------------------------------------------- collect
+
+
+def collect_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="infermatrix collect", description="Normalise raw level results into records "
+                "and the history store (docs/results.md).")
+    p.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="run directories or files")
+    p.add_argument("--store", type=Path, help="history store (SQLite) to add the records to")
+    p.add_argument("--jsonl", type=Path, help="write the records as JSONL here")
+    p.add_argument("--csv", type=Path, help="write the records as CSV here")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a file was skipped or missing")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stdout")
+    return p
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from ..evals.history import collect_evals, save_evals
+    from ..evals.publish import collect_note
+
+    check_exists(args.paths)
+    _check_store(args.store)
+    result = collect(args.paths, store=args.store)
+    s = result.summary
+    if args.store is not None:
+        evals = collect_evals(args.paths)
+        if evals.records:
+            save_evals(args.store, evals.records, evals.raw)
+    marked, note = collect_note(args.paths, result.records)
+    if args.jsonl:
+        write_records_jsonl(marked, args.jsonl)
+    if args.csv:
+        write_records_csv(marked, args.csv)
+    problems = s.skipped + s.missing
+    if problems:
+        print(f"warning: {problems} files skipped or missing:", file=sys.stderr)
+        for path, reason in s.problems[:MAX_REASONS]:
+            print(f"  {path}: {reason}", file=sys.stderr)
+        if len(s.problems) > MAX_REASONS:
+            print(f"  … and {len(s.problems) - MAX_REASONS} more", file=sys.stderr)
+    if not args.quiet:
+        print(f"collect: {s.line()}")
+        if note:
+            print(note)
+    return 1 if args.strict and problems else 0
+
+
+def collect_main(argv: Sequence[str]) -> int:
+    return _run("collect", collect_parser(), argv, _collect)
+
+
+# ---------------------------------------------------------------- report
+
+
+def report_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="infermatrix report", description="Plots, dashboard and job summary from run "
+                "directories, history stores or records JSONL (docs/dashboard.md).")
+    p.add_argument("inputs", nargs="+", type=Path, metavar="RUN|STORE|JSONL")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
+    p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
+    p.add_argument("--title", default="infermatrix results")
+    p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+    p.add_argument("--catalog", default="catalog.html", metavar="URL",
+                   help="recipe links: URL#<recipe-id>, or a template with {id} or {anchor}")
+    p.add_argument("--catalog-json", type=Path, metavar="FILE",
+                   help="`infermatrix catalog --json` output: embeds the launch commands")
+    p.add_argument("--summary", type=Path, metavar="FILE",
+                   help="append summary.md here (default: $GITHUB_STEP_SUMMARY when set)")
+    return p
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..evals.history import evals_from
+    from ..evals.publish import apply_gate, current_accuracy
+    from ..report import build_report
+    from ..report.dashboard import launch_commands
+
+    check_exists(args.inputs)
+    launch = launch_commands(args.catalog_json) if args.catalog_json else None
+    loaded = load(args.inputs)
+    records = select_runs(loaded.records, args.run, args.last)
+    marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
+    outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
+                           title=args.title, catalog=args.catalog, launch=launch,
+                           plots=not args.no_plots)
+    summary = outputs["summary"]
+    if gate_md:
+        write_text_atomic(summary, summary.read_text(encoding="utf-8") + "\n" + gate_md)
+    target = args.summary or (Path(os.environ["GITHUB_STEP_SUMMARY"])
+                              if os.environ.get("GITHUB_STEP_SUMMARY") else None)
+    if target is not None:
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write(summary.read_text(encoding="utf-8"))
+    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs -> {args.output}")
+    for name, path in outputs.items():
+        print(f"  {name}: {path}")
+    return 0
+
+
+def report_main(argv: Sequence[str]) -> int:
+    return _run("report", report_parser(), argv, _report)
+
+
+# ---------------------------------------------------------------- compare
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="infermatrix compare", description="Compare two runs configuration by "
+                "configuration; markdown on stdout (docs/results.md).")
+    p.add_argument("base", type=Path, metavar="BASE", help="run directory, store or records JSONL")
+    p.add_argument("new", type=Path, metavar="NEW", help="run directory, store or records JSONL")
+    p.add_argument("--base-run", metavar="RUN_ID", help="the run of BASE to compare")
+    p.add_argument("--new-run", metavar="RUN_ID", help="the run of NEW to compare")
+    p.add_argument("--noise", type=float, default=DEFAULT_NOISE * 100, metavar="PCT",
+                   help="changes within ± PCT %% are 'same' (default 3)")
+    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                   help="exit 1 when a headline metric is worse by more than PCT %% or a level "
+                        "that passed now fails")
+    return p
+
+
+def _side(path: Path, run: str | None, exclude: set[str]) -> list[Record]:
+    """One side's records: the chosen run, or for a store its latest run not in ``exclude``."""
+    if run is not None:
+        return select_runs(load_one(path).records, [run])
+    if path.is_file() and is_store(path):
+        with Store(path) as db:
+            runs = [r for r in db.runs() if r not in exclude]
+            return db.records(runs[-1:]) if runs else []
+    return load_one(path).records
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ..evals.compare import accuracy_section
+    from ..evals.publish import current_accuracy
+
+    check_exists([args.base, args.new])
+    for name in ("noise", "fail_on_regression"):
+        if (getattr(args, name) or 0) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    new = _side(args.new, args.new_run, set())
+    base = _side(args.base, args.base_run, {r.run_id for r in new})
+    noise = args.noise / 100
+    rows = compare(base, new, noise)
+    text, acc_regressions = accuracy_section(
+        [args.base], [args.new], {r.run_id for r in base}, {r.run_id for r in new},
+        current_accuracy())
+    print(markdown(rows, base, new, noise) + text, end="")
+    if args.fail_on_regression is None:
+        return 0
+    bad = failures(rows, args.fail_on_regression / 100)
+    if bad or acc_regressions:
+        print(f"infermatrix compare: {len(bad)} configurations worse by more than "
+              f"{args.fail_on_regression:g}% or now failing, {acc_regressions} accuracy "
+              "regressions", file=sys.stderr)
+        return 1
+    return 0
+
+
+def compare_main(argv: Sequence[str]) -> int:
+    return _run("compare", compare_parser(), argv, _compare)

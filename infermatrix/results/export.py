@@ -1,0 +1,77 @@
+"""Records to and from files: JSONL (one record per line), CSV (one flat row per record)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import UsageError
+from .records import Record
+
+NESTED = ("pools", "latency")  # the two non-scalar fields: CSV flattens them
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file and a rename: readers never see half of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_records_jsonl(records: Iterable[Record], path: Path) -> Path:
+    return write_text_atomic(path, "".join(r.model_dump_json() + "\n" for r in records))
+
+
+def read_records_jsonl(path: Path) -> list[Record]:
+    """Records from a JSONL file; UsageError naming ``file:line`` for a bad line."""
+    out = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read records ({exc})") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Record.model_validate_json(line))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise UsageError(f"{path}:{lineno}: not a record: {where + ': ' if where else ''}"
+                             f"{err['msg']}") from None
+    return out
+
+
+def write_records_csv(records: Iterable[Record], path: Path) -> Path:
+    """Scalar fields as columns, ``pools`` as JSON, one column per latency statistic."""
+    records = list(records)
+    scalar = [f for f in Record.model_fields if f not in NESTED]
+    latency = sorted({k for r in records for k in r.latency})
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*scalar, "pools", *latency])
+    for r in records:
+        row = r.model_dump(mode="json")
+        pools = json.dumps(row["pools"], separators=(",", ":"))
+        writer.writerow([_cell(row[f]) for f in scalar] + [pools]
+                        + [_cell(r.latency.get(k)) for k in latency])
+    return write_text_atomic(path, buf.getvalue())
+
+
+def _cell(value: object) -> object:
+    return "" if value is None else value

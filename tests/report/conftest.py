@@ -1,0 +1,8 @@
+"""Report tests share the results tests' hand-written fixtures (tests/results/imx_results_data.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "results"))
