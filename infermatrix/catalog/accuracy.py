@@ -1,9 +1,10 @@
-"""Typed schema of matrix/accuracy.yaml and of the eval policy a sweep or workload may carry.
+"""Typed schema of matrix/accuracy.yaml and of the eval policy a sweep entry may carry.
 
 accuracy.yaml names the evaluations (our task name -> the lm-eval task, the metric to read, the
 few-shot count and sample limit), which run by default, the per-model thresholds with a default,
 and the freshness window. A policy says at which concurrency levels a job evaluates and may
-override a task's settings; it imports nothing of the package, so the catalog can embed it.
+override a task's settings. It belongs to the catalog (sweeps embed the policy); infermatrix/evals/
+runs what it describes.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .accuracy import EvalPolicy
+
 Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
 PositiveInt = Annotated[int, Field(ge=1)]
 Dtype = Literal["bf16", "fp16", "fp8", "fp4", "int8"]
@@ -435,6 +437,8 @@ class SweepEntry(Strict):
     runners: list[str] | None = Field(
         default=None, description="runner labels; default: the first fleet with the recipe's hardware"
     )
+    eval: EvalPolicy | None = Field(
+        default=None, description="accuracy evaluations after some levels (docs/accuracy.md)")
 
     @field_validator("concurrency")
     @classmethod

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog.accuracy import AccuracyConfig
 from .gate import eval_verdict
 from .record import EvalRecord
-from .schema import AccuracyConfig
 
 MIN_SIGNIFICANT = 0.01  # when neither side has a stderr: one point of accuracy
 

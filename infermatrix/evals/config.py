@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..catalog.accuracy import AccuracyConfig, TaskOverride
 from ..catalog.loader import Catalog, _validation_problems
 from ..catalog.yamlsrc import CatalogError, load_yaml
-from .schema import AccuracyConfig, TaskOverride
 
 ACCURACY_FILE = Path("matrix/accuracy.yaml")
 

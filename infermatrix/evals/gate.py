@@ -21,8 +21,8 @@ from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from ..catalog.accuracy import AccuracyConfig
 from .record import EvalRecord
-from .schema import AccuracyConfig
 
 State = Literal["passed", "failed", "missing", "exempt"]
 PUBLISHED: tuple[State, ...] = ("passed", "exempt")

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .schema import EvalTask
+from ..catalog.accuracy import EvalTask
 
 VENV_ENV = "INFERMATRIX_EVAL_VENV"
 ONLINE_ENV = "INFERMATRIX_EVAL_ONLINE"

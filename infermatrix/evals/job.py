@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..catalog.accuracy import AccuracyConfig
 from ..catalog.loader import Catalog
 from ..catalog.yamlsrc import CatalogError
 from ..jsonio import write_json_atomic
 from .config import ACCURACY_FILE, load_accuracy
 from .plan import LevelPlan, entry_for, plan_job, policy_of
 from .record import EvalRecord, document, file_name, identity_fields
-from .schema import AccuracyConfig
 from .step import Target, now, run_eval
 
 Log = Callable[[str], None]

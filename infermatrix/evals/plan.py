@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalog.accuracy import AccuracyConfig, EvalPolicy, EvalTask
 from ..catalog.loader import Catalog
 from ..catalog.validate import entry_recipes
-from .schema import AccuracyConfig, EvalPolicy, EvalTask
 
 LevelPlan = dict[int, list[tuple[str, EvalTask]]]
 

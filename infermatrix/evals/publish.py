@@ -13,13 +13,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from ..catalog.accuracy import AccuracyConfig
 from ..catalog.loader import default_root
 from ..catalog.yamlsrc import CatalogError
 from ..errors import UsageError
 from .config import ACCURACY_FILE, load_accuracy
 from .gate import GATED_STATUS, Gate, eval_verdict, mark
 from .record import EvalRecord
-from .schema import AccuracyConfig
 
 R = TypeVar("R", bound=BaseModel)
 

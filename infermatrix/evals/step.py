@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..catalog.accuracy import EvalTask
 from ..jsonio import write_json_atomic
 from .harness import Harness, HarnessMissing, find_harness, lm_eval_argv, run_harness
 from .parse import EvalOutputError, find_results_file, load_results, parse_results
 from .record import EvalRecord, document, file_name, identity_fields
-from .schema import EvalTask
 
 
 def now() -> str:

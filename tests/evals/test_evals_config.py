@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from infermatrix.catalog.accuracy import EvalPolicy, TaskOverride
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.catalog.yamlsrc import CatalogError
 from infermatrix.evals.config import ACCURACY_FILE, load_accuracy
 from infermatrix.evals.plan import plan_levels
-from infermatrix.evals.schema import EvalPolicy, TaskOverride
 
 
 def test_repository_file_loads(repo_root: Path) -> None:

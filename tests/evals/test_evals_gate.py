@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from imx_evals_data import RUN, eval_record, perf_records, synth_job
 
+from infermatrix.catalog.accuracy import AccuracyConfig
 from infermatrix.evals.config import load_accuracy
 from infermatrix.evals.gate import Gate, mark
 from infermatrix.evals.publish import apply_gate
-from infermatrix.evals.schema import AccuracyConfig
 from infermatrix.results.pareto import frontier, frontiers
 
 FAST = synth_job(variant="fast", speed=3.0)  # fast, and (in some tests) wrong

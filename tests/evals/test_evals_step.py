@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from imx_evals_data import LOCAL_PASS, fake_harness_python
 
+from infermatrix.catalog.accuracy import EvalTask
 from infermatrix.evals.harness import (
     Harness,
     HarnessMissing,
@@ -16,7 +17,6 @@ from infermatrix.evals.harness import (
     run_harness,
 )
 from infermatrix.evals.record import read_eval_file
-from infermatrix.evals.schema import EvalTask
 from infermatrix.evals.step import Target, run_eval
 
 TASK = EvalTask(lm_eval_task="imx_local_math", metric="exact_match,flexible-extract", num_fewshot=0,
