@@ -1,6 +1,7 @@
 """`infermatrix` command line: one subcommand per pipeline stage.
 
-Stages owned by a self-contained package (bench, sim, catalog, collect, report, compare) parse
+Stages owned by a self-contained package (bench, sim, catalog, collect, report, compare,
+capacity) parse
 their own arguments: we hand them the rest of the command line untouched, so they work the same
 when called as ``python -m`` or from Python.
 """
@@ -24,6 +25,8 @@ PASSTHROUGH: dict[str, tuple[str, str, str]] = {
     "collect": ("infermatrix.results.cli", "collect_main", "normalise result files into the history store"),
     "report": ("infermatrix.results.cli", "report_main", "plots, dashboard and job summary"),
     "compare": ("infermatrix.results.cli", "compare_main", "regressions between two runs"),
+    "capacity": ("infermatrix.capacity.cli", "main",
+                 "agentic capacity: the most concurrent sessions that meet each SLO tier"),
 }
 
 # subcommand -> (module with add_arguments(parser) and main(args), one-line help)

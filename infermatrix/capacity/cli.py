@@ -37,7 +37,7 @@ from .recipe import affinity_of, deployment_of, simulated
 from .run import CapacitySettings, Target, find_capacity_sync
 from .tiers import DEFAULT_TIERS, SloTier, tiers_from
 
-PROG = "python -m infermatrix.capacity"
+PROG = "infermatrix capacity"  # also: python -m infermatrix.capacity
 
 
 def parser() -> argparse.ArgumentParser:

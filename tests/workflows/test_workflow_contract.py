@@ -221,11 +221,8 @@ def test_run_flags_measure_the_planned_job(repo_root: Path) -> None:
                                          job.fingerprint)
 
 
-@pytest.mark.xfail(reason="`infermatrix run --recipe …` names a per-concurrency job without the "
-                          "planner's `.c<N>` suffix and uses a fixed 60-minute time-out and 1 node "
-                          "(infermatrix/launch/cli.py: _job_from_flags); owned by launch/",
-                   strict=False)
 def test_run_flags_rebuild_the_planned_job_exactly(repo_root: Path) -> None:
+    """The same id (a per-concurrency job keeps its `.c<N>` suffix), nodes and time-out."""
     cat = load_catalog(repo_root)
     for job in plan_sweep(cat, "smoke"):
         flagged = _flag_job(cat, job)
