@@ -8,10 +8,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..results.agentic import AgenticRecord
 from ..results.collect import CollectSummary, collect
 from ..results.export import write_records_csv, write_records_jsonl, write_text_atomic
 from ..results.pareto import VIEWS, frontiers, latest_per_config
 from ..results.records import Record, run_order
+from .agentic import write_agentic_page
 from .dashboard import write_dashboard
 from .summary import job_summary
 
@@ -79,8 +81,13 @@ def _placeholder_png(path: Path, text: str) -> Path:
 def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, bytes] | None = None,
                  collect_summary: CollectSummary | None = None, title: str = "infermatrix results",
                  catalog: str = "catalog.html", launch: Mapping[str, list[dict[str, str]]] | None = None,
-                 plots: bool = True) -> dict[str, Path]:
-    """Write every report artefact for ``records`` into ``out_dir``; returns name → path."""
+                 plots: bool = True,
+                 agentic: Sequence[AgenticRecord] | None = None) -> dict[str, Path]:
+    """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
+
+    ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
+    capacity" tab and ``agentic.html`` (the same table as a static page) is written.
+    """
     from .plots import write_plots  # matplotlib is slow to import: only when drawing
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -104,15 +111,23 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     outputs["frontiers"] = write_text_atomic(out_dir / "frontiers.json",
                                              json.dumps(_frontiers_json(current), indent=1) + "\n")
     links = raw_links(records, out_dir, raw or {})
+    page = None
+    if agentic:
+        outputs["agentic"] = write_agentic_page(agentic, out_dir / "agentic.html",
+                                                title=f"{title} · agentic capacity")
+        page = "agentic.html"
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
-                                           catalog=catalog, launch=launch)
-    outputs["summary"] = write_text_atomic(out_dir / "summary.md", job_summary(records, collect_summary))
+                                           catalog=catalog, launch=launch, agentic=agentic,
+                                           agentic_page=page)
+    summary = job_summary(records, collect_summary, agentic=agentic or ())
+    outputs["summary"] = write_text_atomic(out_dir / "summary.md", summary)
     return outputs
 
 
 def build_run_report(run_dir: Path, *, plots: bool = True) -> dict[str, Path]:
-    """Collect one run directory and write its report into it (used by ``infermatrix sweep``)."""
+    """Collect one run directory and write its report into it (used by ``infermatrix sweep``);
+    capacity documents in it add the agentic tab and ``agentic.html``."""
     run_dir = Path(run_dir)
     result = collect([run_dir])
     return build_report(result.records, run_dir, collect_summary=result.summary,
-                        title=f"infermatrix · {run_dir.name}", plots=plots)
+                        title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic)

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
 from ..results.pareto import AXES
 from ..results.records import Record, run_order
+from .agentic import NOTE
 from .dashboard_assets import CSS, JS
 from .style import KNOWN_ENGINES, PALETTE
 
@@ -60,6 +62,24 @@ def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str,
     return {"count": len(records), "columns": columns}
 
 
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return _round(value)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def encode_agentic(records: Sequence[AgenticRecord]) -> dict[str, Any]:
+    """The agentic capacity view's data: tiers (loosest first), search runs (oldest first) and a
+    row per run × configuration (``results.agentic.capacity_rows``), floats to 5 digits."""
+    return {"tiers": _rounded(tier_order(records)),
+            "runs": sorted({r.run_id for r in records}),
+            "rows": _rounded(capacity_rows(records))}
+
+
 def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
     """Recipe id → its processes' launch commands, from `infermatrix catalog --json`'s file."""
     try:
@@ -78,18 +98,24 @@ def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
 
 def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: str,
             catalog: str = "catalog.html",
-            launch: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
+            launch: Mapping[str, list[dict[str, str]]] | None = None,
+            agentic: Sequence[AgenticRecord] | None = None,
+            agentic_page: str | None = None) -> dict[str, Any]:
     engines = sorted({r.engine for r in records},
                      key=lambda e: (KNOWN_ENGINES.index(e) if e in KNOWN_ENGINES else 99, e))
     axes = {m: {"label": a.label, "higher": a.higher_is_better, "scale": a.scale} for m, a in AXES.items()}
+    recipes = {r.recipe for r in records} | {a.recipe for a in agentic or ()}
+    extra: dict[str, Any] = {}
+    if agentic:
+        extra = {"agentic": encode_agentic(agentic), "agentic_page": agentic_page}
     return {
         "schema_version": 1, "title": title,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "catalog": catalog, "runs": run_order(records), "engines": engines, "palette": PALETTE,
         "axes": axes, "y_metrics": list(Y_METRICS), "x_metrics": list(X_METRICS),
         "compare_metrics": [list(m) for m in HEADLINE],
-        "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in {r.recipe for r in records}},
-        **encode(records, raw_links),
+        "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in recipes},
+        **encode(records, raw_links), **extra,
     }
 
 
@@ -103,6 +129,10 @@ def render_html(data: dict[str, Any]) -> str:
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
+    agentic = data.get("agentic")
+    searches = f' · {len(agentic["rows"])} capacity searches' if agentic else ""
+    tab = '<button data-view="agentic">Agentic capacity</button>' if agentic else ""
+    view = _agentic_view(data.get("agentic_page")) if agentic else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -114,9 +144,9 @@ def render_html(data: dict[str, Any]) -> str:
 <body>
 <header>
   <h1>{title}</h1>
-  <span class="meta">{data["count"]:,} levels · {len(data["runs"])} runs · generated {html.escape(data["generated_at"])}</span>
+  <span class="meta">{data["count"]:,} levels · {len(data["runs"])} runs{searches} · generated {html.escape(data["generated_at"])}</span>
   <nav>
-    <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>
+    <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
     <button id="theme" title="switch light / dark">◐ theme</button>
   </nav>
 </header>
@@ -149,7 +179,7 @@ def render_html(data: dict[str, Any]) -> str:
       <label>noise ± %<input id="cmp-noise" type="number" value="3" min="0" step="0.5"></label></div>
     <p id="cmp-info" class="muted"></p>
     <div class="scroll"><table class="data" id="cmp"></table></div>
-  </section>
+  </section>{view}
 </main>
 <script id="imx-data" type="application/json">{blob}</script>
 <script>{JS}</script>
@@ -158,8 +188,26 @@ def render_html(data: dict[str, Any]) -> str:
 """
 
 
+def _agentic_view(page: str | None) -> str:
+    link = ""
+    if page:
+        link = f' Printable page: <a href="{html.escape(page)}">{html.escape(page)}</a>.'
+    return f"""
+  <section class="view" id="view-agentic" hidden>
+    <p class="muted note">{html.escape(NOTE)} Click a configuration for the levels searched;
+    click a column to sort. The run filter picks one search run.{link}</p>
+    <div id="agentic"></div>
+    <section id="ag-detail" hidden></section>
+  </section>"""
+
+
 def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Key, str] | None = None,
                     *, title: str = "infermatrix results", catalog: str = "catalog.html",
-                    launch: Mapping[str, list[dict[str, str]]] | None = None) -> Path:
-    data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch)
+                    launch: Mapping[str, list[dict[str, str]]] | None = None,
+                    agentic: Sequence[AgenticRecord] | None = None,
+                    agentic_page: str | None = None) -> Path:
+    """``agentic``: capacity-search records for the "Agentic capacity" tab (none: no tab);
+    ``agentic_page``: a link to the static page of the same table, relative to ``path``."""
+    data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
+                   agentic=agentic, agentic_page=agentic_page)
     return write_text_atomic(path, render_html(data))

@@ -1,14 +1,15 @@
 """The dashboard's stylesheet and script, inlined into index.html (no network, works from file://).
 
 Kept as Python strings so they ship inside the package with no package-data configuration.
-The script reads the JSON embedded in ``<script id="imx-data">`` (see dashboard.py).
+The script reads the JSON embedded in ``<script id="imx-data">`` (see dashboard.py). ``CSS`` and
+``THEME_JS`` (the light/dark switch) are shared with the agentic capacity page (agentic.py).
 """
 
 CSS = r"""
 :root { --bg:#ffffff; --fg:#1b1f24; --muted:#6e7781; --grid:#d8dee4; --panel:#f6f8fa;
-  --accent:#0969da; --good:#1a7f37; --bad:#cf222e; color-scheme: light; }
+  --accent:#0969da; --good:#1a7f37; --bad:#cf222e; --best:#dafbe1; color-scheme: light; }
 :root[data-theme="dark"] { --bg:#0d1117; --fg:#e6edf3; --muted:#8b949e; --grid:#30363d;
-  --panel:#161b22; --accent:#58a6ff; --good:#3fb950; --bad:#f85149; color-scheme: dark; }
+  --panel:#161b22; --accent:#58a6ff; --good:#3fb950; --bad:#f85149; --best:#12361f; color-scheme: dark; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
   background:var(--bg); color:var(--fg); }
@@ -52,10 +53,47 @@ h2 { font-size:1rem; margin:1rem 0 .4rem; }
 #detail td:first-child { color:var(--muted); padding-right:.6rem; }
 pre.cmd { background:var(--panel); border:1px solid var(--grid); border-radius:6px; padding:.5rem; white-space:pre-wrap; word-break:break-all; font-size:.78rem; margin:.2rem 0 .6rem; }
 .pager { display:flex; gap:.5rem; align-items:center; margin:.4rem 0; font-size:.85rem; }
+/* agentic capacity: a table per (model, workload), a column group per SLO tier */
+table.agentic { width:auto; min-width:100%; }
+table.agentic th { position:static; }
+table.agentic th.tier { text-align:center; cursor:default; }
+table.agentic th.tier .muted { font-weight:400; font-size:.75rem; }
+table.agentic .tier-start { border-left:2px solid var(--grid); }
+table.agentic td.best { background:var(--best); font-weight:600; }
+#agentic table.agentic tbody tr { cursor:pointer; }
+#agentic table.agentic tbody tr:hover td, #agentic table.agentic tbody tr.selected td { background:var(--panel); }
+#agentic table.agentic tbody tr.selected td.best, #agentic table.agentic tbody tr:hover td.best { background:var(--best); }
+.badge { display:inline-block; font-size:.7rem; line-height:1.3; color:var(--muted); border:1px solid var(--grid);
+  border-radius:4px; padding:0 .3rem; margin-left:.25rem; vertical-align:1px; }
+.group { margin-bottom:1.2rem; } .group h2 { margin-top:.6rem; } h3.muted { font-size:.85rem; margin:.6rem 0 .2rem; }
+.note { max-width:70rem; font-size:.85rem; }
+details { margin:.2rem 0; font-size:.85rem; } details summary { cursor:pointer; }
+table.levels { width:auto; margin:.3rem 0 .6rem; } table.levels th { position:static; cursor:default; }
+table.levels td.bad { font-weight:400; }
+#ag-detail { border:1px solid var(--grid); border-radius:6px; padding:.2rem .8rem .6rem; margin:.6rem 0; }
+#ag-detail[hidden], #filters label[hidden] { display:none; }
 """
 
-JS = r"""
+THEME_JS = r"""
+(function () {
 "use strict";
+// Light or dark: the visitor's choice (remembered), else the system's preference. The ◐ button
+// (#theme) switches and announces it with an "imx-theme" event on document.
+const root = document.documentElement;
+let theme = null; try { theme = localStorage.getItem("imx-theme"); } catch (e) { theme = null; }
+if (theme !== "dark" && theme !== "light") theme = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+root.dataset.theme = theme;
+const button = document.getElementById("theme");
+if (button) button.addEventListener("click", () => {
+  const next = root.dataset.theme === "dark" ? "light" : "dark";
+  root.dataset.theme = next;
+  try { localStorage.setItem("imx-theme", next); } catch (e) { /* file:// may forbid storage */ }
+  document.dispatchEvent(new Event("imx-theme"));
+});
+})();
+"""
+
+MAIN_JS = r"""
 (function () {
 const DATA = JSON.parse(document.getElementById("imx-data").textContent);
 const $ = (id) => document.getElementById(id);
@@ -127,11 +165,11 @@ function fillSelect(sel, values, current, allLabel) {
   values.forEach((v) => sel.appendChild(option(v, v, v === current)));
 }
 function setupControls() {
-  FILTERS.forEach((k) => { const s = $("f-" + k); fillSelect(s, uniq(k), state.f[k], "all");
-    s.addEventListener("change", () => { state.f[k] = s.value; state.page = 0; render(); }); });
+  // the agentic view keeps its own selection in the same filter controls (see syncFilters)
+  FILTERS.forEach((k) => { const s = $("f-" + k);
+    s.addEventListener("change", () => { (state.view === "agentic" ? ag : state).f[k] = s.value; state.page = 0; render(); }); });
   const runSel = $("f-run");
-  fillSelect(runSel, runs.slice().reverse(), state.run, "all runs");
-  runSel.addEventListener("change", () => { state.run = runSel.value; state.page = 0; render(); });
+  runSel.addEventListener("change", () => { if (state.view === "agentic") ag.run = runSel.value; else state.run = runSel.value; state.page = 0; render(); });
   $("f-failed").addEventListener("change", (e) => { state.failed = e.target.checked; render(); });
   const metricOpts = (sel, list, cur) => { sel.textContent = ""; list.forEach((m) => sel.appendChild(option(m, AX[m].label, m === cur))); };
   metricOpts($("c-y"), DATA.y_metrics, state.y); metricOpts($("c-x"), DATA.x_metrics, state.x);
@@ -146,12 +184,7 @@ function setupControls() {
   fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
   [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
-  $("theme").addEventListener("click", () => {
-    const cur = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
-    document.documentElement.dataset.theme = cur;
-    try { localStorage.setItem("imx-theme", cur); } catch (e) { /* file:// may forbid storage */ }
-    render();
-  });
+  document.addEventListener("imx-theme", render);
 }
 
 // ---------------------------------------------------------------- chart
@@ -344,27 +377,150 @@ function renderCompare() {
   $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements (noise ±" + noise + "%)";
 }
 
+// ---------------------------------------------------------------- agentic capacity view
+// DATA.agentic (absent without capacity searches): tiers loosest first, and one row per
+// run × configuration with a cell per tier and the levels measured; `latest` marks each
+// configuration's latest search. Same table as report/agentic.py's page.
+const AG = DATA.agentic || null, AGROWS = AG ? AG.rows : [], AGRUNS = AG ? AG.runs : [];
+const AG_METRICS = [["agents", "agents", "passing concurrency: the most concurrent agents that meet the tier"],
+  ["agents_per_gpu", "/GPU", "agents per GPU, every pool's GPUs (prefill + decode)"],
+  ["agents_per_kw", "/kW", "agents per kW of measured mean GPU power (× 1000 = per MW)"],
+  ["agents_per_usd_hour", "/$·h", "agents per US$ per hour of the deployment's GPUs"]];
+const ag = { run: "__all__", f: {}, sort: null, selected: null };
+FILTERS.forEach((k) => { ag.f[k] = "__all__"; });
+const uniqOf = (list, k) => Array.from(new Set(list.map((r) => r[k]).filter((v) => v !== null && v !== ""))).sort();
+let filtersFor = null;
+function syncFilters() {  // the filter controls show the current view's values and selection
+  const agv = state.view === "agentic"; if (filtersFor === agv) return; filtersFor = agv;
+  FILTERS.forEach((k) => fillSelect($("f-" + k), agv ? uniqOf(AGROWS, k) : uniq(k), agv ? ag.f[k] : state.f[k], "all"));
+  fillSelect($("f-run"), (agv ? AGRUNS : runs).slice().reverse(), agv ? ag.run : state.run, agv ? "latest search per configuration" : "all runs");
+  $("f-failed").disabled = agv; $("f-failed").parentElement.hidden = agv;
+}
+function agFiltered() {
+  return AGROWS.filter((r) => (ag.run === "__all__" ? r.latest : r.run_id === ag.run)
+    && FILTERS.every((k) => ag.f[k] === "__all__" || r[k] === ag.f[k]));
+}
+function agRank(r, tiers) {  // agents per GPU, strictest tier first (as report/agentic.py rank_key)
+  return tiers.slice().reverse().map((t) => { const c = r.tiers[t] || {}; const v = c.agents_per_gpu;
+    return -(v !== null && v !== undefined ? v : (c.agents !== undefined ? c.agents : -1)); });
+}
+function agCompare(a, b, tiers) {
+  if (ag.sort) { const ca = a.tiers[ag.sort.tier] || {}, cb = b.tiers[ag.sort.tier] || {};
+    const x = ca[ag.sort.metric], y = cb[ag.sort.metric];
+    if (x !== y) { if (x === null || x === undefined) return 1; if (y === null || y === undefined) return -1; return (x < y ? -1 : 1) * ag.sort.dir; } }
+  const ka = agRank(a, tiers), kb = agRank(b, tiers);
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] - kb[i];
+  return a.recipe < b.recipe ? -1 : a.recipe > b.recipe ? 1 : a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0;
+}
+function agBest(list, tier, metric) {  // the highest positive value when at least two rows have one
+  const v = list.map((r) => (r.tiers[tier] || {})[metric]).filter((x) => x !== null && x !== undefined);
+  const m = Math.max.apply(null, v); return v.length > 1 && m > 0 ? m : null;
+}
+function agBadges(r) {
+  const b = []; if (r.mode === "disaggregated") b.push("disagg");
+  if (r.simulated) b.push("sim" + (r.time_scale && r.time_scale !== 1 ? " ×" + fmt(r.time_scale) : ""));
+  return b.map((x) => ' <span class="badge">' + esc(x) + "</span>").join("");
+}
+function agReason(r, tier, conc) { const lv = r.levels.find((l) => l.concurrency === conc); return lv && lv.tiers[tier] ? lv.tiers[tier].reason || "" : ""; }
+function agCells(r, t, bests) {
+  const c = r.tiers[t], n = AG_METRICS.length + 1;
+  if (!c) return '<td class="muted tier-start" colspan="' + n + '">not searched</td>';
+  let out = "";
+  AG_METRICS.forEach(([m], i) => { const v = c[m]; let text = fmt(v), title = "";
+    if (m === "agents" && c.bounded === false) text = "≥ " + fmt(v);
+    if (m === "agents_per_kw") title = v === null || v === undefined ? "GPU power not measured" : fmt(c.agents_per_mw) + " agents per MW · " + fmt((c.avg_power_w || 0) / 1000) + " kW measured";
+    const cls = "num" + (i === 0 ? " tier-start" : "") + (v !== null && v !== undefined && bests[m] !== null && v === bests[m] ? " best" : "");
+    out += '<td class="' + cls + '" data-tier="' + esc(t) + '" data-metric="' + m + '"' + (title ? ' title="' + esc(title) + '"' : "") + ">" + esc(text) + "</td>"; });
+  if (c.bounded === false) out += '<td class="muted" data-tier="' + esc(t) + '" data-metric="first_failing" title="the largest level searched still passed">not bounded</td>';
+  else { const why = agReason(r, t, c.first_failing); out += '<td class="num" data-tier="' + esc(t) + '" data-metric="first_failing"' + (why ? ' title="' + esc(why) + '"' : "") + ">" + fmt(c.first_failing) + "</td>"; }
+  return out;
+}
+function agTable(list, tiers) {
+  const bests = {}; tiers.forEach((t) => { bests[t] = {}; AG_METRICS.forEach(([m]) => { bests[t][m] = agBest(list, t, m); }); });
+  const head = (t) => { const c = list.map((r) => r.tiers[t]).find((x) => x);
+    return '<th colspan="' + (AG_METRICS.length + 1) + '" class="tier">' + esc(t) + ' <span class="muted">P25 ≥ ' + fmt(c.min_output_speed) + " tok/s · P95 TTFT ≤ " + fmt(c.max_ttft_s) + " s</span></th>"; };
+  const mark = (t, m) => ag.sort && ag.sort.tier === t && ag.sort.metric === m ? (ag.sort.dir > 0 ? " ▲" : " ▼") : "";
+  let h = '<table class="data agentic"><thead><tr><th rowspan="2">configuration</th><th rowspan="2">hardware</th><th rowspan="2">engine</th><th rowspan="2">precision</th><th rowspan="2" class="num">GPUs</th><th rowspan="2" class="num">$/h</th>'
+    + tiers.map(head).join("") + "</tr><tr>"
+    + tiers.map((t) => AG_METRICS.map(([m, label, tip], i) => '<th class="num' + (i === 0 ? " tier-start" : "") + '" data-sort-tier="' + esc(t) + '" data-sort-metric="' + m + '" title="' + esc(tip) + '">' + esc(label) + mark(t, m) + "</th>").join("")
+      + '<th class="num" data-sort-tier="' + esc(t) + '" data-sort-metric="first_failing" title="the lowest level that failed the tier">first fail' + mark(t, "first_failing") + "</th>").join("") + "</tr></thead><tbody>";
+  for (const r of list) {
+    const short = r.model && r.recipe.startsWith(r.model + "/") ? r.recipe.slice(r.model.length + 1) : r.recipe;  // the group names the model
+    const title = r.recipe + " · run " + r.run_id + (r.source ? " · sessions: " + r.source : "");
+    h += '<tr data-row="' + AGROWS.indexOf(r) + '" data-recipe="' + esc(r.recipe) + '" data-run="' + esc(r.run_id) + '"' + (ag.selected === r ? ' class="selected"' : "") + '><td title="' + esc(title) + '"><a href="' + esc(catalogHref(r)) + '">' + esc(short) + "</a>" + agBadges(r) + "</td><td>" + esc(r.hardware) + "</td><td>" + esc(r.engine) + "</td><td>" + esc(r.precision)
+      + '</td><td class="num">' + fmt(r.gpus) + '</td><td class="num">' + fmt(r.usd_per_hour) + "</td>" + tiers.map((t) => agCells(r, t, bests[t])).join("") + "</tr>";
+  }
+  return h + "</tbody></table>";
+}
+function agLevels(r, tiers) {
+  const pct = (v, d) => v === null || v === undefined ? "–" : fmt(100 * v, d) + " %";
+  const kilo = (v) => v === null || v === undefined ? null : v / 1000;
+  return '<table class="data levels"><tr><th>concurrency</th><th>completed</th><th>errors</th><th>P25 tok/s</th><th>P95 TTFT s</th><th>cached</th><th>GPU kW</th>'
+    + tiers.map((t) => "<th>" + esc(t) + "</th>").join("") + "</tr>"
+    + r.levels.map((lv) => "<tr>" + [fmt(lv.concurrency), fmt(lv.completed), pct(lv.error_rate, 1), fmt(lv.p25_output_speed), fmt(kilo(lv.p95_ttft_ms)), pct(lv.cached_token_ratio, 0), fmt(kilo(lv.avg_power_w))].map((x) => '<td class="num">' + esc(x) + "</td>").join("")
+      + tiers.map((t) => { const v = lv.tiers[t]; return !v ? '<td class="muted">–</td>' : v.passed ? '<td class="good">✓ pass</td>' : '<td class="bad">✗ ' + esc(v.reason || "fail") + "</td>"; }).join("") + "</tr>").join("") + "</table>";
+}
+function agDetail(r) {
+  const d = $("ag-detail");
+  if (!r) { d.hidden = true; d.textContent = ""; return; }
+  const tiers = AG.tiers.map((t) => t.name).filter((t) => r.tiers[t]);
+  d.innerHTML = "<h2>" + esc(r.recipe) + " · " + esc(r.workload) + " · run " + esc(r.run_id) + "</h2>"
+    + (r.source ? '<p class="muted">Sessions: ' + esc(r.source) + "</p>" : "")
+    + (r.simulated && r.time_scale && r.time_scale !== 1 ? '<p class="muted">Simulated engine at ×' + fmt(r.time_scale) + ": level figures are wall-clock, the tiers were judged in the same units.</p>" : "")
+    + '<h3 class="muted">Levels searched</h3>' + agLevels(r, tiers);
+  d.hidden = false;
+}
+function renderAgentic() {
+  const list = agFiltered(), groups = new Map();
+  for (const r of list) { const k = (r.model || "unknown model") + "\u0000" + r.workload; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(r); }
+  let h = "";
+  for (const [k, members] of Array.from(groups).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) {
+    const [model, workload] = k.split("\u0000");
+    const tiers = AG.tiers.map((t) => t.name).filter((t) => members.some((r) => r.tiers[t]));
+    members.sort((a, b) => agCompare(a, b, tiers));
+    h += '<section class="group" data-model="' + esc(model) + '" data-workload="' + esc(workload) + '"><h2>' + esc(model) + " · " + esc(workload)
+      + ' <span class="muted">(' + members.length + " configuration" + (members.length === 1 ? "" : "s") + ')</span></h2><div class="scroll">' + agTable(members, tiers) + "</div></section>";
+  }
+  const box = $("agentic");
+  box.innerHTML = h || '<p class="muted">No capacity search matches the filters.</p>';
+  box.dataset.rows = String(list.length); box.dataset.groups = String(groups.size);
+  box.querySelectorAll("th[data-sort-metric]").forEach((th) => th.addEventListener("click", () => {
+    const t = th.dataset.sortTier, m = th.dataset.sortMetric, same = ag.sort && ag.sort.tier === t && ag.sort.metric === m;
+    ag.sort = { tier: t, metric: m, dir: same ? -ag.sort.dir : -1 }; renderAgentic(); }));
+  box.querySelectorAll("tbody tr[data-row]").forEach((tr) => tr.addEventListener("click", (e) => {
+    if (e.target.closest("a")) return;
+    const r = AGROWS[Number(tr.dataset.row)]; ag.selected = ag.selected === r ? null : r; renderAgentic(); }));
+  if (ag.selected && list.indexOf(ag.selected) < 0) ag.selected = null;
+  agDetail(ag.selected);
+}
+
 // ---------------------------------------------------------------- top level
 function render() {
   document.querySelectorAll("nav button[data-view]").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.view === state.view)));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + state.view; });
+  syncFilters();
+  if (state.view === "agentic") { renderAgentic(); return; }
   const data = filtered();
   if (state.view === "chart") { state.pinned = null; $("tip").hidden = true; showDetail(null); renderChart(data); renderBest(data); }
   else if (state.view === "table") renderTable(data);
   else renderCompare();
 }
 function start() {
-  let theme = null; try { theme = localStorage.getItem("imx-theme"); } catch (e) { theme = null; }
-  if (!theme) theme = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
-  document.documentElement.dataset.theme = theme;
+  // open on the agentic view when asked (index.html#agentic) or when there is nothing else
+  if (AG && (location.hash === "#agentic" || (N === 0 && AGROWS.length))) state.view = "agentic";
   setupControls(); setupHover();
   $("prev").addEventListener("click", () => { state.page = Math.max(0, state.page - 1); renderTable(filtered()); });
   $("next").addEventListener("click", () => { state.page += 1; renderTable(filtered()); });
   window.addEventListener("resize", () => { if (state.view === "chart") renderChart(filtered()); });
+  window.addEventListener("hashchange", () => { if (AG && location.hash === "#agentic") { state.view = "agentic"; render(); } });
   render();
   document.body.dataset.ready = "1";
 }
-window.imx = { state: state, render: render, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref };
+window.imx = { state: state, render: render, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
+  agentic: ag, agenticRows: AGROWS, agFiltered: agFiltered };
 start();
 })();
 """
+
+# One script: strict mode for all of it, the theme set before anything is drawn.
+JS = '\n"use strict";\n' + THEME_JS + MAIN_JS

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
 from ..results.pareto import best_at, frontiers, usable
 from ..results.records import Record, run_order
+from .agentic import fmt, groups
 
 DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
 
@@ -15,8 +17,31 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
+def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
+    """Markdown lines: passing concurrency per SLO tier per configuration (latest searches)."""
+    lines = ["", "### Agentic capacity (concurrent agents per SLO tier)", ""]
+    rows = [r for r in capacity_rows(records) if r["latest"]]
+    for model, workload, tiers, members in groups(rows, tier_order(records)):
+        lines += [f"**{model or 'unknown model'} · {workload}**", "",
+                  "| recipe | GPUs | " + " | ".join(f"{t} agents | {t} /GPU" for t in tiers) + " |",
+                  "|---|---|" + "---|---|" * len(tiers)]
+        for r in members:
+            cells = []
+            for t in tiers:
+                c = r["tiers"].get(t)
+                if c is None:
+                    cells += ["–", "–"]
+                    continue
+                agents = ("" if c["bounded"] else "≥ ") + fmt(c["agents"])
+                cells += [agents, fmt(c["agents_per_gpu"])]
+            lines.append(f"| {r['recipe']} | {fmt(r['gpus'])} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines[:-1]
+
+
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
-                thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50) -> str:
+                thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
+                agentic: Sequence[AgenticRecord] = ()) -> str:
     runs = run_order(records)
     ok = [r for r in records if r.ok]
     lines = ["## infermatrix results", "",
@@ -41,6 +66,8 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
         pts = ", ".join(f"{r.hardware}/{r.engine} c{r.concurrency}: {_f(r.output_tput_per_gpu, 0)} @ "
                         f"{_f(r.interactivity)}" for r in lines_[("all",)])
         lines.append(f"- **{model} · {workload}**: {pts}")
+    if agentic:
+        lines += agentic_summary(agentic)
     failed = [r for r in records if not r.ok]
     if failed:
         lines += ["", f"### Failed levels ({len(failed)})", ""]

@@ -141,30 +141,81 @@ def save(store: Store, records: Sequence[AgenticRecord]) -> int:
     return len(rows)
 
 
-def load(store: Store) -> list[AgenticRecord]:
+def load(store: Store, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
+    """The store's agentic records (of ``runs`` when given); reading never creates the table."""
     con = store.con
-    con.execute(_TABLE)
-    rows = con.execute("SELECT body FROM agentic ORDER BY run_id, recipe, workload, tier")
+    if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentic'"
+                   ).fetchone() is None:
+        return []
+    where, args = "", []
+    if runs is not None:
+        args = list(dict.fromkeys(runs))
+        where = f" WHERE run_id IN ({', '.join('?' * len(args))})"
+    rows = con.execute(f"SELECT body FROM agentic{where} ORDER BY run_id, recipe, workload, tier",
+                       args)
     return [AgenticRecord.model_validate_json(body) for (body,) in rows]
+
+
+CONFIG = ("recipe", "hardware", "engine", "precision", "workload")
+_ROW = ("run_id", "recipe", "model", "hardware", "engine", "precision", "mode", "workload",
+        "simulated", "time_scale", "source", "gpus")
+_CELL = ("bounded", "first_failing", "agents_per_gpu", "avg_power_w", "agents_per_kw",
+         "agents_per_mw", "usd_per_hour", "agents_per_usd_hour", "min_output_speed", "max_ttft_s")
+_LEVEL = ("completed", "error_rate", "p25_output_speed", "p95_ttft_ms", "cached_token_ratio",
+          "avg_power_w")
+
+
+def tier_order(records: Iterable[AgenticRecord]) -> list[dict[str, Any]]:
+    """Every tier once (its first thresholds seen), loosest first: by minimum output speed, then
+    the longest TTFT allowed, then name."""
+    tiers: dict[str, dict[str, Any]] = {}
+    for r in records:
+        tiers.setdefault(r.tier, {"name": r.tier, "min_output_speed": r.min_output_speed,
+                                  "max_ttft_s": r.max_ttft_s})
+    return sorted(tiers.values(), key=lambda t: (
+        t["min_output_speed"] or 0.0, -(t["max_ttft_s"] or float("inf")), t["name"]))
+
+
+def capacity_rows(records: Iterable[AgenticRecord]) -> list[dict[str, Any]]:
+    """One row per run × configuration (recipe, hardware, engine, precision, workload), with a
+    cell per tier searched and the levels measured (shared by the tiers, each tier's verdict);
+    ``latest`` marks each configuration's latest run. Sorted by configuration, then run."""
+    rows: dict[tuple[str, ...], dict[str, Any]] = {}
+    for r in sorted(records, key=lambda r: r.key):
+        key = (*(getattr(r, k) for k in CONFIG), r.run_id)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = {**{k: getattr(r, k) for k in _ROW}, "usd_per_hour": r.usd_per_hour,
+                               "tiers": {}, "levels": {}}
+        row["tiers"][r.tier] = {"agents": r.passing_concurrency,
+                                **{k: getattr(r, k) for k in _CELL}}
+        for lv in r.levels:
+            level = row["levels"].setdefault(lv.concurrency, {
+                "concurrency": lv.concurrency, **{k: getattr(lv, k) for k in _LEVEL}, "tiers": {}})
+            level["tiers"][r.tier] = {"passed": lv.passed, "reason": lv.reason}
+    latest: dict[tuple[str, ...], str] = {}
+    for key in rows:
+        latest[key[:-1]] = max(latest.get(key[:-1], key[-1]), key[-1])
+    out = []
+    for key in sorted(rows):
+        row = rows[key]
+        row["latest"] = latest[key[:-1]] == key[-1]
+        row["levels"] = [row["levels"][c] for c in sorted(row["levels"])]
+        out.append(row)
+    return out
 
 
 def capacity_table(records: Iterable[AgenticRecord]) -> tuple[list[str], list[dict[str, Any]]]:
     """(tier names, one row per configuration): the latest run's passing concurrency per tier,
     with agents per GPU, per kW and per $/hour."""
-    tiers: list[str] = []
-    rows: dict[tuple[str, ...], dict[str, Any]] = {}
-    for r in sorted(records, key=lambda r: r.run_id):
-        if r.tier not in tiers:
-            tiers.append(r.tier)
-        config = (r.recipe, r.hardware, r.engine, r.precision, r.workload)
-        row = rows.get(config)
-        if row is None or row["run_id"] < r.run_id:
-            row = rows[config] = {"recipe": r.recipe, "model": r.model, "hardware": r.hardware,
-                                  "engine": r.engine, "precision": r.precision,
-                                  "workload": r.workload, "run_id": r.run_id, "gpus": r.gpus,
-                                  "tiers": {}}
-        row["tiers"][r.tier] = {"agents": r.passing_concurrency, "bounded": r.bounded,
-                                "agents_per_gpu": r.agents_per_gpu,
-                                "agents_per_kw": r.agents_per_kw,
-                                "agents_per_usd_hour": r.agents_per_usd_hour}
-    return tiers, [rows[k] for k in sorted(rows)]
+    records = list(records)
+    tiers = list(dict.fromkeys(r.tier for r in sorted(records, key=lambda r: r.run_id)))
+    rows = [{**{k: row[k] for k in ("recipe", "model", "hardware", "engine", "precision",
+                                    "workload", "run_id", "gpus")},
+             "tiers": {name: {"agents": cell["agents"], "bounded": cell["bounded"],
+                              "agents_per_gpu": cell["agents_per_gpu"],
+                              "agents_per_kw": cell["agents_per_kw"],
+                              "agents_per_usd_hour": cell["agents_per_usd_hour"]}
+                       for name, cell in row["tiers"].items()}}
+            for row in capacity_rows(records) if row["latest"]]
+    return tiers, rows

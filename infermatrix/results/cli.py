@@ -16,7 +16,7 @@ from .collect import collect
 from .compare import DEFAULT_NOISE, compare, failures, markdown
 from .export import write_records_csv, write_records_jsonl, write_text_atomic
 from .records import Record, run_order
-from .sources import check_exists, load, load_one, select_runs
+from .sources import check_exists, load, load_one, select_agentic, select_runs
 from .store import Store, is_store
 
 MAX_REASONS = 20
@@ -126,11 +126,13 @@ def _report(args: argparse.Namespace) -> int:
     check_exists(args.inputs)
     launch = launch_commands(args.catalog_json) if args.catalog_json else None
     loaded = load(args.inputs)
-    records = select_runs(loaded.records, args.run, args.last)
+    records = select_runs(loaded.records, args.run, args.last,
+                          known={a.run_id for a in loaded.agentic})
+    searches = select_agentic(loaded.agentic, args.run, args.last)
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
                            title=args.title, catalog=args.catalog, launch=launch,
-                           plots=not args.no_plots)
+                           plots=not args.no_plots, agentic=searches)
     summary = outputs["summary"]
     if gate_md:
         write_text_atomic(summary, summary.read_text(encoding="utf-8") + "\n" + gate_md)
@@ -139,7 +141,9 @@ def _report(args: argparse.Namespace) -> int:
     if target is not None:
         with target.open("a", encoding="utf-8") as fh:
             fh.write(summary.read_text(encoding="utf-8"))
-    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs -> {args.output}")
+    searched = f", {len(searches)} agentic capacity records" if searches else ""
+    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs{searched} -> "
+          f"{args.output}")
     for name, path in outputs.items():
         print(f"  {name}: {path}")
     return 0

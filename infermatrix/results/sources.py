@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import UsageError
+from . import agentic as ag
 from .collect import CollectSummary, collect
 from .export import read_records_jsonl
 from .records import Key, Record, run_order
@@ -18,6 +19,7 @@ class Loaded:
     records: list[Record] = field(default_factory=list)
     raw: dict[Key, bytes] = field(default_factory=dict)
     summary: CollectSummary | None = None  # of the run directories read, if any
+    agentic: list[ag.AgenticRecord] = field(default_factory=list)  # capacity searches
 
 
 def check_exists(paths: Iterable[Path]) -> None:
@@ -37,14 +39,15 @@ def merge_summaries(a: CollectSummary | None, b: CollectSummary) -> CollectSumma
 
 
 def load_one(path: Path, runs: Sequence[str] | None = None) -> Loaded:
-    """Records (and raw JSON) of one input; ``runs`` limits a store to those runs."""
+    """Records (and raw JSON, agentic records) of one input; ``runs`` limits a store to those
+    runs."""
     path = Path(path)
     if path.is_dir():
         result = collect([path])
-        return Loaded(result.records, result.raw, result.summary)
+        return Loaded(result.records, result.raw, result.summary, result.agentic)
     if is_store(path):
         with Store(path) as db:
-            return Loaded(db.records(runs), db.raw_all(runs))
+            return Loaded(db.records(runs), db.raw_all(runs), agentic=ag.load(db, runs))
     if path.suffix == ".jsonl":
         return Loaded(read_records_jsonl(path))
     if not path.exists():
@@ -55,25 +58,30 @@ def load_one(path: Path, runs: Sequence[str] | None = None) -> Loaded:
 def load(paths: Iterable[Path]) -> Loaded:
     """Every input merged; a later input wins for the same level."""
     merged: dict[Key, Record] = {}
+    searches: dict[tuple[str, str, str, str], ag.AgenticRecord] = {}
     out = Loaded()
     for path in paths:
         one = load_one(path)
         for r in one.records:
             merged[r.key] = r
+        for a in one.agentic:
+            searches[a.key] = a
         out.raw.update(one.raw)
         if one.summary is not None:
             out.summary = merge_summaries(out.summary, one.summary)
     out.records = sorted(merged.values(), key=lambda r: r.key)
+    out.agentic = sorted(searches.values(), key=lambda a: a.key)
     return out
 
 
 def select_runs(records: Sequence[Record], runs: Sequence[str] | None = None,
-                last: int | None = None) -> list[Record]:
-    """The records of the named runs, or of the ``last`` N runs (run order)."""
+                last: int | None = None, known: Iterable[str] = ()) -> list[Record]:
+    """The records of the named runs, or of the ``last`` N runs (run order). ``known``: other run
+    ids that may be named (those of agentic capacity searches)."""
     order = run_order(records)
-    keep = set(order)
+    keep, named = set(order), set(order) | set(known)
     if runs:
-        unknown = [r for r in runs if r not in keep]
+        unknown = [r for r in runs if r not in named]
         if unknown:
             raise UsageError(f"run {unknown[0]} is not in the inputs "
                              f"(latest: {', '.join(order[-5:]) or 'none'})")
@@ -82,4 +90,16 @@ def select_runs(records: Sequence[Record], runs: Sequence[str] | None = None,
         if last < 1:
             raise UsageError(f"--last must be at least 1, not {last}")
         keep &= set(order[-last:])
+    return [r for r in records if r.run_id in keep]
+
+
+def select_agentic(records: Sequence[ag.AgenticRecord], runs: Sequence[str] | None = None,
+                   last: int | None = None) -> list[ag.AgenticRecord]:
+    """The agentic records of the named runs, or of the ``last`` N capacity-search runs (run ids
+    start with their UTC time, so they sort in time order)."""
+    keep = {r.run_id for r in records}
+    if runs:
+        keep &= set(runs)
+    if last is not None:
+        keep &= set(sorted({r.run_id for r in records})[-last:]) if last > 0 else set()
     return [r for r in records if r.run_id in keep]
