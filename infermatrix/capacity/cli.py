@@ -61,7 +61,11 @@ def parser() -> argparse.ArgumentParser:
         help="simulated engine only: run N× faster (tiers and tool delays are scaled "
         "to match; --duration and --warmup are wall-clock seconds)",
     )
-    t.add_argument("--backend", default="openai-chat", help="client backend (default openai-chat)")
+    t.add_argument(
+        "--backend",
+        help="client backend (default: openai-chat, or openai for a workload whose endpoint "
+        "is completions)",
+    )
     t.add_argument("--model", help="served model id (default: the server's first)")
     t.add_argument("--tokenizer", help="tokenizer.json directory (default: one word = one token)")
     t.add_argument("--engine", help="engine for the cache-flush endpoint (vllm, sglang, sim)")
@@ -110,7 +114,9 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--no-flush", action="store_true", help="do not call the prefix-cache flush endpoint"
     )
-    q.add_argument("--max-error-rate", type=float, default=0.05)
+    q.add_argument(
+        "--max-error-rate", type=float, help="per level (default: the workload's, else 0.05)"
+    )
     q.add_argument("--seed", type=int, default=0)
     n = p.add_argument_group("normalisation and output")
     n.add_argument("--gpus", type=int, help="GPUs of all pools (default: the recipe's)")
@@ -206,11 +212,17 @@ def apply_workload(args: argparse.Namespace, cat: Catalog | None) -> list[SloTie
             args.tool_delay = args.tool_delay if args.tool_delay is not None else ses.tool_delay_s
             args.no_mid_session = args.no_mid_session or not ses.mid_session
             args.max_context_tokens = args.max_context_tokens or ses.max_context_tokens
+        if args.max_error_rate is None:
+            args.max_error_rate = wl.max_error_rate
+        if args.backend is None:
+            args.backend = "openai-chat" if wl.endpoint == "chat" else "openai"
     for name, default in (
         ("source", "synthetic"),
         ("duration", 120.0),
         ("warmup", 30.0),
         ("tool_delay", 1.0),
+        ("max_error_rate", 0.05),
+        ("backend", "openai-chat"),
     ):
         if getattr(args, name) is None:
             setattr(args, name, default)
@@ -307,6 +319,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if monitor is not None:
             monitor.stop()
+    doc["sessions"] = {  # what the agents ran (flags, filled from --workload)
+        "source": args.source,
+        "dataset_path": args.dataset_path,
+        "synthetic": args.synthetic if args.source == "synthetic" else [],
+        "tool_delay_s": args.tool_delay if args.source == "mooncake" else None,
+    }
     if args.time_scale != 1.0:  # report the tiers as asked, not in wall-clock units
         for entry, tier in zip(doc["tiers"], tiers, strict=True):
             entry["tier"] = tier.model_dump()
@@ -338,14 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             agentic.save(store, records)
             records = agentic.load(store)
     if args.report:
-        try:  # report/ only when a page is asked for; its agentic view is not wired in yet
-            from ..report.agentic import write_agentic_page
-        except ImportError:
-            print(
-                f"{PROG}: --report needs infermatrix/report/agentic.py (not wired in yet)",
-                file=sys.stderr,
-            )
-            return 2
+        from ..report.agentic import write_agentic_page  # report/ only when a page is asked for
+
         write_agentic_page(records, args.report)
     for t in doc["tiers"]:
         print(

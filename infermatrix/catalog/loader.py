@@ -84,7 +84,8 @@ def _validation_problems(doc: SourceDoc, exc: ValidationError, prefix: Loc = ())
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
         # pydantic adds the name of a failing union/literal member or "[key]" for dict keys
-        loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+        loc = tuple(p for p in loc
+                    if not (isinstance(p, str) and (p.startswith("function-") or p == "[key]")))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field"

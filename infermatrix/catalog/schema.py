@@ -9,7 +9,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .accuracy import EvalPolicy
 
@@ -401,13 +412,123 @@ def unknown_axes(template: Any, point: dict[str, Scalar]) -> set[str]:
 # --------------------------------------------------------------------------- workloads, sweeps
 
 
-class Workload(Strict):
-    """A traffic shape. Prompt counts scale with concurrency like InferenceMAX (10 × conc)."""
+class SloTierSpec(Strict):
+    """One SLO tier of an agentic workload: the fields of ``capacity.tiers.SloTier``."""
 
-    kind: Literal["fixed"] = "fixed"
+    name: Name
+    min_output_speed: Annotated[float, Field(gt=0)] = Field(
+        description="P25 per-request output speed floor, tokens/s"
+    )
+    max_ttft_s: Annotated[float, Field(gt=0)] = Field(description="P95 TTFT ceiling, seconds")
+
+
+# What a synthetic session source draws (client.session_sources.SyntheticSpec's fields).
+DistName = Literal[
+    "sessions", "turns", "system_prompt_tokens", "user_tokens", "output_tokens", "tool_delay_s"
+]
+
+
+def _distribution(value: Any) -> Any:
+    """A distribution as the client reads it (``5``, ``lognormal:median=150,sigma=1.2``, or a
+    mapping); kept as written, checked here so a typo is a catalog error with its line."""
+    from ..client.session_sources import Dist  # the client parses; import only when needed
+
+    if isinstance(value, bool) or not isinstance(value, int | float | str | dict):
+        raise ValueError("a distribution is a number, text like lognormal:median=150,sigma=1.2 "
+                         "or a mapping")
+    try:
+        Dist.parse(value)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{where}: {msg}" if where else msg) from None
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a distribution: {exc}") from None
+    return value
+
+
+DistValue = Annotated[Any, AfterValidator(_distribution)]  # number | str | mapping, as written
+
+
+class AgenticSessions(Strict):
+    """Where an agentic workload's sessions come from and how a level runs: the capacity
+    search's settings for ``--workload`` (flags given there override them)."""
+
+    source: Literal["synthetic", "trace", "mooncake"] = "synthetic"
+    path: str | None = Field(
+        default=None, description="trace manifest or Mooncake JSONL, relative to the catalog root"
+    )
+    distributions: dict[DistName, DistValue] = Field(
+        default_factory=dict,
+        description="synthetic: sessions (a count), turns, system_prompt_tokens, user_tokens, "
+        "output_tokens, tool_delay_s (see docs/agentic.md); unnamed ones keep the client's defaults",
+    )
+    duration_s: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="measured seconds per level")
+    warmup_s: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="unmeasured seconds per level")
+    tool_delay_s: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="mooncake: seconds between turns (the trace has none)")
+    mid_session: bool = Field(default=True, description="warm-up lanes start mid-session")
+    max_context_tokens: PositiveInt | None = Field(
+        default=None, description="a session ends before its context would pass this")
+
+    @field_validator("path")
+    @classmethod
+    def _path_needs_a_file_source(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("source") == "synthetic":
+            raise ValueError("a synthetic source reads no file (source: trace or mooncake)")
+        return v
+
+    @field_validator("distributions")
+    @classmethod
+    def _synthetic_only(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        source = info.data.get("source")
+        if source in ("trace", "mooncake"):
+            raise ValueError(f"distributions are for synthetic sessions, not {source}")
+        count = v.get("sessions")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 1):
+            raise ValueError("sessions is a count of distinct sessions: a positive integer")
+        return v
+
+    @field_validator("tool_delay_s")
+    @classmethod
+    def _mooncake_only(cls, v: float | None, info: ValidationInfo) -> float | None:
+        if info.data.get("source") in ("synthetic", "trace"):
+            raise ValueError("only for mooncake sessions (synthetic: distributions.tool_delay_s; "
+                             "trace: each turn's simulated_tool_delay_ms_after)")
+        return v
+
+    @model_validator(mode="after")
+    def _file_sources_need_a_path(self) -> AgenticSessions:
+        if self.source != "synthetic" and not self.path:
+            raise ValueError(f"a {self.source} source needs a path")
+        return self
+
+
+# Fields that shape a fixed workload's request list; an agentic workload has no use for them.
+FIXED_ONLY = ("range_ratio", "prompts_per_concurrency", "min_prompts", "warmups_per_concurrency",
+              "ignore_eos", "flush_cache_between_levels")
+AGENTIC_ONLY = ("sessions", "slo_tiers")
+
+
+class Workload(Strict):
+    """A traffic shape. ``fixed``: independent requests of given lengths, prompt counts scaling
+    with concurrency like InferenceMAX (10 × conc), run by the sweep planner. ``agentic``:
+    closed-loop multi-turn sessions judged against SLO tiers, measured with
+    ``infermatrix capacity --workload NAME`` (``isl``/``osl`` are then nominal labels, and the
+    endpoint defaults to chat)."""
+
+    kind: Literal["fixed", "agentic"] = "fixed"
     description: str = ""
-    isl: PositiveInt
-    osl: PositiveInt
+    isl: PositiveInt | None = Field(
+        default=None, validate_default=True,
+        description="input tokens (agentic: optional nominal label, e.g. the mean context)")
+    osl: PositiveInt | None = Field(
+        default=None, validate_default=True,
+        description="output tokens (agentic: optional nominal label, e.g. the median answer)")
     range_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
         default=1.0, description="lengths drawn uniformly in [range_ratio × L, L]"
     )
@@ -418,6 +539,59 @@ class Workload(Strict):
     endpoint: Literal["completions", "chat"] = "completions"
     flush_cache_between_levels: bool = False
     max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.05
+    sessions: AgenticSessions | None = Field(
+        default=None, description="agentic: the session source and level settings")
+    slo_tiers: list[SloTierSpec] = Field(
+        default_factory=list,
+        description="agentic: the tiers to search (none: AA-AgentPerf's SLO20 and SLO60)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agentic_talks_chat(cls, data: Any) -> Any:
+        """Agents send conversations: an agentic workload's endpoint defaults to chat."""
+        if isinstance(data, dict) and data.get("kind") == "agentic" and "endpoint" not in data:
+            data = {**data, "endpoint": "chat"}
+        return data
+
+    @field_validator("isl", "osl")
+    @classmethod
+    def _fixed_needs_lengths(cls, v: int | None, info: ValidationInfo) -> int | None:
+        if v is None and info.data.get("kind") == "fixed":
+            raise ValueError("field required (a fixed workload needs isl and osl)")
+        return v
+
+    @field_validator(*FIXED_ONLY, mode="before")
+    @classmethod
+    def _not_for_agentic(cls, v: Any, info: ValidationInfo) -> Any:
+        if info.data.get("kind") == "agentic":
+            raise ValueError("only for kind: fixed (agentic sessions set their own lengths, "
+                             "count and exact output)")
+        return v
+
+    @field_validator(*AGENTIC_ONLY, mode="before")
+    @classmethod
+    def _only_for_agentic(cls, v: Any, info: ValidationInfo) -> Any:
+        if info.data.get("kind", "fixed") != "agentic":
+            raise ValueError("only for kind: agentic")
+        return v
+
+    @field_validator("slo_tiers")
+    @classmethod
+    def _unique_tiers(cls, v: list[SloTierSpec]) -> list[SloTierSpec]:
+        names = [t.name for t in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tier names must be unique, got {names}")
+        return v
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A fixed workload dumps exactly as before agentic workloads existed: job
+        fingerprints hash this dump."""
+        data = handler(self)
+        if self.kind == "fixed" and isinstance(data, dict):
+            for name in AGENTIC_ONLY:
+                data.pop(name, None)
+        return data
 
     def num_prompts(self, concurrency: int) -> int:
         return max(self.min_prompts, round(self.prompts_per_concurrency * concurrency))

@@ -106,6 +106,10 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
             for j, wl in enumerate(entry.workloads):
                 if wl not in cat.workloads:
                     out.append(origin.problem((*loc, "workloads", j), f"unknown workload {wl!r}"))
+                elif cat.workloads[wl].kind == "agentic":
+                    out.append(origin.problem((*loc, "workloads", j), f"workload {wl!r} is "
+                                              "agentic: sweeps run fixed workloads; measure it "
+                                              f"with `infermatrix capacity --workload {wl}`"))
             for j, label in enumerate(entry.runners or []):
                 if label != "*" and label not in cat.fleets:
                     out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))
@@ -123,8 +127,20 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
     return out
 
 
+def _workload_problems(cat: Catalog) -> list[Problem]:
+    """An agentic workload's trace file must exist (paths are relative to the catalog root)."""
+    out = []
+    for name, wl in cat.workloads.items():
+        ses = wl.sessions
+        if ses is not None and ses.path and not (cat.root / ses.path).is_file():
+            out.append(cat.origin("workload", name).problem(
+                ("sessions", "path"), f"no such file: {ses.path} (relative to the catalog root)"))
+    return out
+
+
 def cross_validate(cat: Catalog) -> list[Problem]:
     problems: list[Problem] = []
+    problems.extend(_workload_problems(cat))
     for rid, recipe in cat.recipes.items():
         problems.extend(_recipe_problems(cat, rid, recipe))
     problems.extend(_fleet_problems(cat))

@@ -14,10 +14,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import affinity
 from .config import METRICS, BenchConfig, Timeouts
 from .errors import ClientInputError
 from .result import default_filename, write_result
 from .runner import run_benchmark_sync
+from .session_sources import SessionOptions, parse_synthetic
+from .sessions import format_agentic
+
+# --session-* flag → SessionOptions field (error messages name the flag)
+SESSION_FLAGS = {
+    "session_source": "source",
+    "session_dist": "synthetic",
+    "session_affinity": "affinity",
+    "session_duration": "duration_s",
+    "session_warmup": "warmup_s",
+    "no_mid_session": "mid_session",
+    "session_replay_once": "replay_once",
+    "session_output": "output",
+    "session_tool_delay": "tool_delay_s",
+    "session_max_context_tokens": "max_context_tokens",
+    "session_time_scale": "time_scale",
+}
 
 
 def _default(name: str) -> Any:
@@ -65,7 +83,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace"],
         help="default: random",
     )
-    g.add_argument("--dataset-path", help="ShareGPT JSON or Mooncake-style trace JSONL")
+    g.add_argument(
+        "--dataset-path",
+        help="ShareGPT JSON or Mooncake-style trace JSONL; multi-turn: a .json trace manifest "
+        "or a Mooncake JSONL (none: synthetic sessions)",
+    )
     g.add_argument(
         "--num-prompts", type=int, help=f"requests to send (default: {_default('num_prompts')})"
     )
@@ -118,8 +140,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, help="seed for lengths, content and arrivals (default: 0)")
 
+    _session_arguments(parser)
+
     g = parser.add_argument_group("load")
-    g.add_argument("--max-concurrency", type=int, help="cap on in-flight requests (default: none)")
+    g.add_argument(
+        "--max-concurrency",
+        type=int,
+        help="cap on in-flight requests (default: none); multi-turn: the number of agents "
+        "(default: 1)",
+    )
     g.add_argument(
         "--request-rate", type=float, help="requests/s, or inf to send all at once (default: inf)"
     )
@@ -163,6 +192,107 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 (result still written) when failed/total exceeds this (default: 0.05)",
     )
     a("--disable-tqdm", action="store_true", default=None, help="no progress lines")
+
+
+def _session_arguments(parser: argparse.ArgumentParser) -> None:
+    d = SessionOptions()
+    g = parser.add_argument_group(
+        "multi-turn sessions",
+        "--dataset-name multi-turn: --max-concurrency closed-loop agents, each sending its next "
+        "turn with the whole conversation so far (docs/agentic.md)",
+    )
+    g.add_argument(
+        "--session-source",
+        choices=["auto", "synthetic", "trace", "mooncake"],
+        help="auto (default): synthetic without --dataset-path, a .json manifest is a trace, "
+        "any other file Mooncake JSONL",
+    )
+    g.add_argument(
+        "--session-dist",
+        action="append",
+        metavar="NAME=DIST",
+        help="synthetic distribution (repeatable), e.g. turns=uniform:low=2,high=40 "
+        "output_tokens=lognormal:median=150,sigma=1.2 sessions=64; names: sessions, turns, "
+        "system_prompt_tokens, user_tokens, output_tokens, tool_delay_s",
+    )
+    g.add_argument(
+        "--session-affinity",
+        metavar="SPEC",
+        help="where the conversation id goes: none (default), trtllm, x-session-id, dynamo, "
+        "header:NAME or a router name",
+    )
+    g.add_argument(
+        "--session-duration",
+        type=float,
+        metavar="SECONDS",
+        help=f"measured window (default: {d.duration_s:g})",
+    )
+    g.add_argument(
+        "--session-warmup",
+        type=float,
+        metavar="SECONDS",
+        help=f"unmeasured time first (default: {d.warmup_s:g})",
+    )
+    g.add_argument(
+        "--no-mid-session",
+        action="store_true",
+        default=None,
+        help="every agent starts at turn 0 (default: an agent's first session starts at a "
+        "random turn, its context pre-filled; that first request is not measured)",
+    )
+    g.add_argument(
+        "--session-replay-once",
+        action="store_true",
+        default=None,
+        help="run every session once from turn 0, then stop (trace replay)",
+    )
+    g.add_argument(
+        "--session-output",
+        choices=["exact", "natural"],
+        help="exact (default): ignore_eos + max_tokens = the turn's target; natural: the "
+        "model may stop early",
+    )
+    g.add_argument(
+        "--session-tool-delay",
+        type=float,
+        metavar="SECONDS",
+        help=f"Mooncake: delay between turns (default: {d.tool_delay_s:g})",
+    )
+    g.add_argument(
+        "--session-max-context-tokens",
+        type=int,
+        metavar="N",
+        help="a session ends before its context would pass N tokens",
+    )
+    g.add_argument(
+        "--session-time-scale",
+        type=float,
+        metavar="S",
+        help="divide tool delays by S (a simulated engine run S× faster; default: 1)",
+    )
+
+
+def _session_options(v: dict[str, Any]) -> dict[str, Any] | None:
+    """The --session-* flags given, as SessionOptions fields (None: no flag given)."""
+    opts: dict[str, Any] = {}
+    for flag, name in SESSION_FLAGS.items():
+        if v.get(flag) is not None:
+            opts[name] = not v[flag] if flag == "no_mid_session" else v[flag]
+    return opts or None
+
+
+def _check_sessions(cfg: BenchConfig) -> None:
+    """Session flags the model cannot check on its own: distributions and affinity."""
+    opts = cfg.sessions or SessionOptions()
+    try:
+        affinity.parse(opts.affinity)
+    except ClientInputError as e:
+        raise ClientInputError(f"--session-affinity: {e}") from None
+    if opts.synthetic:
+        try:
+            parse_synthetic(opts.synthetic, cfg.seed)
+        except ClientInputError as e:
+            raise ClientInputError(f"--session-dist: {e}") from None
 
 
 def config_from_args(ns: argparse.Namespace) -> BenchConfig:
@@ -237,6 +367,9 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
         kw["metadata"] = dict(_pair(s, "=", "--metadata") for s in v["metadata"])
     if v.get("header"):
         kw["headers"] = dict(_pair(s, "=", "--header") for s in v["header"])
+    sessions = _session_options(v)
+    if sessions is not None:
+        kw["sessions"] = sessions
     if v.get("extra_body"):
         try:
             body = json.loads(v["extra_body"])
@@ -246,13 +379,21 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
             raise ClientInputError("--extra-body must be a JSON object")
         kw["extra_body"] = body
     try:
-        return BenchConfig(**kw)
+        cfg = BenchConfig(**kw)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
+        loc = [str(x) for x in err["loc"]]
         msg = err["msg"].removeprefix("Value error, ")
+        if loc[:1] == ["sessions"] and len(loc) > 1:
+            flag = next((f for f, n in SESSION_FLAGS.items() if n == loc[1]), loc[1])
+            where = flag
+        else:
+            where = ".".join(loc)
         flag = f"--{where.replace('_', '-')}: " if where else ""
         raise ClientInputError(f"{flag}{msg}") from e
+    if cfg.dataset_name == "multi-turn":
+        _check_sessions(cfg)
+    return cfg
 
 
 def _pair(s: str, sep: str, flag: str) -> tuple[str, str]:
@@ -301,6 +442,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     print(format_summary(result))
+    if "agentic" in result:
+        print(format_agentic(result))
     if cfg.save_result or cfg.result_filename:
         path = Path(cfg.result_dir or ".") / (cfg.result_filename or default_filename(result))
         try:

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .session_sources import SessionOptions
+
 Backend = Literal["vllm", "sglang", "trtllm", "openai", "openai-chat"]
 DatasetName = Literal["random", "sharegpt", "shared-prefix", "multi-turn", "trace"]
 METRICS = ("ttft", "tpot", "itl", "e2el")
@@ -53,6 +55,8 @@ class BenchConfig(BaseModel):
     shared_prefix_questions: int = Field(16, ge=1)
     trace_block_size: int = Field(512, ge=1)
     trace_time_scale: float = Field(1.0, gt=0)
+    # multi-turn: closed-loop agent sessions (None: SessionOptions() when multi-turn)
+    sessions: SessionOptions | None = None
     ignore_eos: bool = False
     seed: int = 0
 
@@ -108,7 +112,32 @@ class BenchConfig(BaseModel):
             raise ValueError("idle timeout must not exceed the total timeout")
         if self.dataset_name in ("sharegpt", "trace") and not self.dataset_path:
             raise ValueError(f"--dataset-name {self.dataset_name} needs --dataset-path")
+        if self.dataset_name == "multi-turn":
+            self._closed_loop()
+        elif self.sessions is not None:
+            raise ValueError("session settings need --dataset-name multi-turn")
         return self
+
+    def _closed_loop(self) -> None:
+        """multi-turn: agents send their next turn when the previous answer is in; the knobs of
+        the open-loop datasets have no meaning there, so setting them is a mistake."""
+        if not math.isinf(self.request_rate):
+            raise ValueError(
+                "--request-rate does not apply to multi-turn: the load is closed-loop "
+                "(agents = --max-concurrency)"
+            )
+        if self.num_workers > 1:
+            raise ValueError("--num-workers does not apply to multi-turn sessions yet")
+        if self.num_warmups:
+            raise ValueError("--num-warmups does not apply to multi-turn: use --session-warmup")
+        opts = self.sessions or SessionOptions()
+        kind = opts.kind(self.dataset_path)
+        if kind != "synthetic" and not self.dataset_path:
+            raise ValueError(f"--session-source {kind} needs --dataset-path")
+        if kind != "synthetic" and opts.synthetic:
+            raise ValueError(f"--session-dist is for synthetic sessions, not {kind}")
+        if kind == "synthetic" and self.dataset_path:
+            raise ValueError("synthetic sessions read no --dataset-path")
 
     # derived -----------------------------------------------------------
     @property

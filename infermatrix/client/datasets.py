@@ -40,8 +40,8 @@ def build_requests(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
     elif name == "trace":
         return trace_dataset(cfg, tok)  # the trace carries its own arrival times
     else:
-        raise ClientInputError(
-            f"--dataset-name {name} is not yet supported (closed-loop sessions come separately)"
+        raise ClientInputError(  # multi-turn: run_benchmark runs closed-loop sessions instead
+            f"--dataset-name {name} has no request list (closed-loop sessions: sessions.py)"
         )
     for spec, d in zip(
         specs, gamma_deadlines(len(specs), cfg.request_rate, cfg.burstiness, arrivals), strict=True

@@ -49,6 +49,10 @@ class RunOutcome:
 
 async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
     """Run the benchmark described by ``cfg`` and return the result dict (not written)."""
+    if cfg.dataset_name == "multi-turn":  # closed-loop sessions: no request list to dispatch
+        from .sessions import run_multi_turn  # noqa: PLC0415 - sessions imports this module
+
+        return await run_multi_turn(cfg)
     outcome = await execute(cfg)
     metrics = compute(
         outcome.records,

@@ -431,7 +431,9 @@ class SessionOptions(BaseModel):
     output: Literal["exact", "natural"] = Field(
         "exact", description="exact: ignore_eos + max_tokens = the turn's target (the AA policy)"
     )
-    replay_once: bool = Field(False, description="every session once, then stop (trace replay)")
+    replay_once: bool = Field(
+        False, description="every session once from turn 0, then stop (trace replay)"
+    )
     tool_delay_s: float = Field(1.0, ge=0, description="Mooncake: seconds between turns")
     max_context_tokens: int | None = Field(None, ge=1)
     time_scale: float = Field(

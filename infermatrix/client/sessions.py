@@ -459,8 +459,9 @@ def level_result(out: LevelOutcome, *, with_turns: bool = False) -> dict[str, An
 async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -> dict[str, Any]:
     """``--dataset-name multi-turn``: one closed-loop level of ``max_concurrency`` agents. The
     result is the bench_serving-compatible JSON of the measured requests (same metrics code as
-    every other dataset) plus an ``agentic`` block (output speed, cached tokens, sessions)."""
-    opts = opts or SessionOptions()
+    every other dataset) plus an ``agentic`` block (output speed, cached tokens, sessions).
+    ``opts`` defaults to ``cfg.sessions``."""
+    opts = opts or cfg.sessions or SessionOptions()
     tok = load_tokenizer(cfg.tokenizer)
     kind = opts.kind(cfg.dataset_path)
     spec = parse_synthetic(opts.synthetic, cfg.seed) if kind == "synthetic" else None
@@ -479,7 +480,7 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
         agents=cfg.max_concurrency or 1,
         duration_s=opts.duration_s,
         warmup_s=opts.warmup_s,
-        mid_session=opts.mid_session,
+        mid_session=opts.mid_session and not opts.replay_once,  # once = from turn 0
         salt=f"x{secrets.token_hex(3)}",
         seed=cfg.seed,
         max_context_tokens=opts.max_context_tokens,

@@ -81,6 +81,7 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
                               cat.workloads), ("runner label", args.runner_label, cat.fleets)):
         if name not in table:
             raise UsageError(f"unknown {kind} {name!r}")
+    _fixed_workload(cat, args.workload)
     recipe = cat.recipes[args.recipe]
     conc = sorted(set(args.concurrency))
     # the same id, node count and time-out the planner gives this cell (a per-level job of a
@@ -132,11 +133,22 @@ def real_starter(cat: Catalog, job: Job, run_id: str, kind: str,
     return launch
 
 
+def _fixed_workload(cat: Catalog, name: str, job_id: str | None = None) -> None:
+    """A job runs a fixed workload; an agentic one is measured by the capacity search."""
+    where = f"job {job_id}: " if job_id else ""
+    if name not in cat.workloads:
+        raise UsageError(f"{where}unknown workload {name!r}")
+    if cat.workloads[name].kind == "agentic":
+        raise UsageError(f"{where}workload {name!r} is agentic: measure it with "
+                         f"`infermatrix capacity --workload {name}`")
+
+
 def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.Namespace) -> JobOutcome:
     if job.recipe not in cat.recipes:
         raise UsageError(f"job {job.id}: unknown recipe {job.recipe!r}")
     if job.runner not in cat.fleets:
         raise UsageError(f"job {job.id}: unknown runner label {job.runner!r}")
+    _fixed_workload(cat, job.workload, job.id)
     if getattr(args, "virtual", False):
         from .virtual import run_virtual_job
 

@@ -6,6 +6,9 @@ import json
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,9 +240,237 @@ def test_unreadable_dataset(
     assert str(path) in line
 
 
-def test_multi_turn_not_yet_supported(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--dataset-name", "multi-turn"]) == 2
-    assert "not yet supported" in one_error_line(capsys)
+SIM_SCALE = 10.0  # the simulated engine runs 10× faster than real time
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agentic"
+
+
+@pytest.fixture(scope="module")
+def sim_url() -> Iterator[str]:
+    """`infermatrix sim serve` (Llama 3.1 70B FP8, H200 TP4) on a loopback port, a subprocess."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "infermatrix.cli",
+            "sim",
+            "serve",
+            "--hardware",
+            "H200",
+            "--model",
+            "llama-3.1-70b-instruct",
+            "--precision",
+            "fp8",
+            "--tp",
+            "4",
+            "--port",
+            str(port),
+            "--time-scale",
+            str(SIM_SCALE),
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"sim exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            try:
+                with urllib.request.urlopen(url + "/v1/models", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (
+            ["--session-dist", "turns=zipf:a=2"],
+            "--session-dist: turns: a zipf distribution needs high",
+        ),
+        (["--session-dist", "turns"], "--session-dist: expected NAME=VALUE"),
+        (["--session-dist", "colour=3"], "colour"),
+        (["--session-duration", "0"], "--session-duration: Input should be greater than 0"),
+        (["--session-time-scale", "-2"], "--session-time-scale: Input should be greater than 0"),
+        (["--session-affinity", "bogus"], "--session-affinity: unknown session affinity 'bogus'"),
+        (["--session-source", "trace"], "--session-source trace needs --dataset-path"),
+        (["--session-source", "synthetic", "--dataset-path", "x.json"], "read no --dataset-path"),
+        (["--dataset-path", "t.jsonl", "--session-dist", "turns=3"], "not mooncake"),
+        (["--request-rate", "4"], "--request-rate does not apply to multi-turn"),
+        (["--num-workers", "2"], "--num-workers does not apply"),
+        (["--num-warmups", "2"], "use --session-warmup"),
+        (["--session-output", "sloppy"], "invalid choice"),
+    ],
+)
+def test_bad_session_flags_exit_2_with_one_line(
+    argv: list[str], msg: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--base-url", f"http://127.0.0.1:{free_port()}", "--dataset-name", "multi-turn"]
+    with pytest.raises(SystemExit) as e:
+        raise SystemExit(main(base + argv))
+    assert e.value.code == 2
+    assert msg in one_error_line(capsys)
+
+
+def test_session_flags_need_multi_turn(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--session-duration", "5"]) == 2
+    assert "session settings need --dataset-name multi-turn" in one_error_line(capsys)
+
+
+def test_missing_trace_manifest_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "manifest.json"
+    code = main(
+        [
+            "--base-url",
+            f"http://127.0.0.1:{free_port()}",
+            "--dataset-name",
+            "multi-turn",
+            "--dataset-path",
+            str(path),
+        ]
+    )
+    assert code == 2
+    assert str(path) in one_error_line(capsys)
+
+
+def test_multi_turn_bad_flag_real_process() -> None:
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "infermatrix.cli",
+            "bench",
+            "--dataset-name",
+            "multi-turn",
+            "--session-dist",
+            "turns=lognormal:sigma=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert "a lognormal distribution needs median" in p.stderr
+
+
+def test_multi_turn_synthetic_sessions_on_the_simulated_engine(
+    sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "--backend",
+            "openai-chat",
+            "--base-url",
+            sim_url,
+            "--dataset-name",
+            "multi-turn",
+            "--max-concurrency",
+            "3",
+            "--session-dist",
+            "turns=4",
+            "--session-dist",
+            "system_prompt_tokens=300",
+            "--session-dist",
+            "user_tokens=40",
+            "--session-dist",
+            "output_tokens=12",
+            "--session-dist",
+            "tool_delay_s=0.5",
+            "--session-dist",
+            "sessions=6",
+            "--session-duration",
+            "1.5",
+            "--session-time-scale",
+            str(SIM_SCALE),
+            "--session-affinity",
+            "x-session-id",
+            "--no-mid-session",
+            "--save-detailed",
+            "--save-result",
+            "--result-dir",
+            str(tmp_path),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Serving Benchmark Result" in out and "Agentic sessions" in out
+    assert "P25 / median output speed (tok/s):" in out and "Cached token ratio:" in out
+    (path,) = tmp_path.glob("*.json")
+    assert path.name.startswith("openai-chat-infqps-concurrency3-")
+    r = json.loads(path.read_text())
+    a = r["agentic"]
+    assert r["dataset_name"] == "multi-turn" and r["failed"] == 0
+    assert r["completed"] == a["completed"] == len(a["turns"]) > 6
+    assert r["settings"]["sessions"]["synthetic"][0] == "turns=4"
+    assert a["agents"] == 3 and a["affinity"] == "header X-Session-ID"
+    assert a["p25_output_speed"] > 0 and a["p95_ttft_ms"] > 0
+    assert a["exact_output_len"] == a["completed"]  # ignore_eos + max_tokens: exact lengths
+    by_conv: dict[str, list[dict[str, Any]]] = {}
+    for t in a["turns"]:
+        by_conv.setdefault(t["conversation_id"], []).append(t)
+    grown = 0
+    for turns in by_conv.values():
+        turns.sort(key=lambda t: t["turn"])
+        assert turns[0]["turn"] == 0  # --no-mid-session: every conversation starts at turn 0
+        for prev, cur in zip(turns, turns[1:], strict=False):
+            # the whole conversation so far: previous input + its answer + the new user turn
+            assert cur["input_tokens"] == prev["input_tokens"] + 12 + 40
+            assert cur["input_tokens_server"] == cur["input_tokens"]
+            # the conversation so far is in the prefix cache
+            assert cur["cached_tokens"] >= prev["input_tokens"] // 2
+            grown += 1
+    assert grown >= 3
+    assert a["cached_token_ratio"] > 0.5
+
+
+def test_multi_turn_replays_a_trace_manifest(
+    sim_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "trace.json"
+    code = main(
+        [
+            "--backend",
+            "openai-chat",
+            "--base-url",
+            sim_url,
+            "--dataset-name",
+            "multi-turn",
+            "--dataset-path",
+            str(EXAMPLES / "manifest.json"),
+            "--max-concurrency",
+            "4",
+            "--session-replay-once",
+            "--session-time-scale",
+            str(SIM_SCALE),
+            "--save-detailed",
+            "--result-filename",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    a = json.loads(out.read_text())["agentic"]
+    recorded = sum(1 for f in (EXAMPLES / "tasks").glob("*.jsonl") for _ in f.open())
+    assert a["source"].startswith("trace(")
+    assert len(a["turns"]) == a["completed"] == a["exact_output_len"] == recorded
+    assert all(t["cached_tokens"] > 0 for t in a["turns"] if t["turn"] > 0)
 
 
 def test_end_to_end_writes_result(
