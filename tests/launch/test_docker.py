@@ -7,8 +7,7 @@ import csv
 import hashlib
 import json
 
-from conftest import FakeCluster
-from launch_helpers import run
+from launch_helpers import FakeCluster, run
 
 RECIPE = "llama-3.1-70b-instruct/h200-vllm-fp8"  # --max-num-seqs ${CONC}: one level per job
 

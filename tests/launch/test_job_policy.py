@@ -12,7 +12,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from conftest import leftovers
+from launch_helpers import leftovers
 
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.launch.deploy import start_sim

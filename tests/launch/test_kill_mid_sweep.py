@@ -9,8 +9,7 @@ import signal
 import threading
 import time
 
-from conftest import FakeCluster, leftovers
-from launch_helpers import run
+from launch_helpers import FakeCluster, leftovers, run
 
 RECIPE = "deepseek-r1-0528/h200-sglang-fp8"
 

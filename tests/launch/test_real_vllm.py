@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import leftovers
+from launch_helpers import leftovers
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-vllm"

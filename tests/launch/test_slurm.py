@@ -9,8 +9,7 @@ import hashlib
 import json
 
 import yaml
-from conftest import FakeCluster
-from launch_helpers import run
+from launch_helpers import FakeCluster, run
 
 
 def _scope(run_id: str, job_id: str) -> str:

@@ -8,8 +8,7 @@ import hashlib
 import json
 import shlex
 
-from conftest import FakeCluster
-from launch_helpers import run
+from launch_helpers import FakeCluster, run
 
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.engines import render
