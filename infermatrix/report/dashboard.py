@@ -130,7 +130,8 @@ def render_html(data: dict[str, Any]) -> str:
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
     agentic = data.get("agentic")
-    searches = f' · {len(agentic["rows"])} capacity searches' if agentic else ""
+    searches = (f' · {_count(len(agentic["rows"]), "capacity search", "capacity searches")}'
+                if agentic else "")
     tab = '<button data-view="agentic">Agentic capacity</button>' if agentic else ""
     view = _agentic_view(data.get("agentic_page")) if agentic else ""
     return f"""<!DOCTYPE html>
@@ -144,7 +145,7 @@ def render_html(data: dict[str, Any]) -> str:
 <body>
 <header>
   <h1>{title}</h1>
-  <span class="meta">{data["count"]:,} levels · {len(data["runs"])} runs{searches} · generated {html.escape(data["generated_at"])}</span>
+  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · generated {html.escape(data["generated_at"])}</span>
   <nav>
     <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
     <button id="theme" title="switch light / dark">◐ theme</button>
@@ -211,3 +212,7 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
     data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
                    agentic=agentic, agentic_page=agentic_page)
     return write_text_atomic(path, render_html(data))
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
