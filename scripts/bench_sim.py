@@ -21,17 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infermatrix.catalog.loader import load_catalog  # noqa: E402
 from infermatrix.catalog.validate import entry_recipes  # noqa: E402
+from infermatrix.client.datasets import draw_len  # noqa: E402
 from infermatrix.sim import SimConfig, SimRequest, simulate  # noqa: E402
 
 TARGET_S = 600.0  # a nightly-size sweep of the seed catalog should simulate within 10 minutes
 
 
 def requests_for(isl: int, osl: int, ratio: float, n: int, rng: random.Random) -> list[SimRequest]:
-    """Lengths uniform in [ratio × L, L], as the benchmark client draws them."""
-    def draw(length: int) -> int:
-        return rng.randint(max(1, int(ratio * length)), length)
-
-    return [SimRequest(draw(isl), draw(osl)) for _ in range(n)]
+    """Lengths uniform in [ratio × L, L], drawn as the benchmark client draws them."""
+    return [SimRequest(draw_len(rng, isl, ratio), draw_len(rng, osl, ratio)) for _ in range(n)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from ..catalog.yamlsrc import CatalogError
 from ..client import affinity as aff
 from ..client.config import BenchConfig
 from ..client.errors import ClientInputError
-from ..client.session_sources import SessionSource, load_source, parse_synthetic
+from ..client.session_sources import SessionSource, load_source
 from ..client.tokenizer import load_tokenizer
 from ..launch.monitor import GpuMonitor
 from ..launch.provenance import new_run_id
@@ -175,12 +175,11 @@ def _identity(cat: Catalog | None, args: argparse.Namespace, simulated_run: bool
 
 def _source(args: argparse.Namespace) -> SessionSource:
     tok = load_tokenizer(args.tokenizer)
-    spec = parse_synthetic(args.synthetic, args.seed) if args.source == "synthetic" else None
     return load_source(
         args.source,
         tok,
         path=args.dataset_path,
-        synthetic=spec,
+        synthetic=args.synthetic,
         block_size=args.trace_block_size,
         tool_delay_s=args.tool_delay,
         seed=args.seed,

@@ -7,6 +7,7 @@ Cross-file checks (references resolve, parallelism fits the hardware) live in va
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -268,6 +269,19 @@ class Source(Strict):
     notes: str | None = None
 
 
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a YAML-shaped value: scalars, mapping keys and values, list items."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings_in(k)
+            yield from strings_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings_in(v)
+
+
 class Recipe(Strict):
     """A serving configuration: model × hardware × engine × precision × topology."""
 
@@ -312,31 +326,14 @@ class Recipe(Strict):
 
     def placeholders(self) -> set[str]:
         """Every ${NAME} used anywhere in the recipe's args, env, router and container."""
-        found: set[str] = set()
-
-        def walk(value: Any) -> None:
-            if isinstance(value, str):
-                found.update(PLACEHOLDER.findall(value))
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    walk(k)
-                    walk(v)
-            elif isinstance(value, list):
-                for v in value:
-                    walk(v)
-
+        parts: list[Any] = [self.env]
         for pool in self.topology.pools:
-            walk(pool.args)
-            walk(pool.config)
-            walk(pool.env)
-        walk(self.env)
+            parts += [pool.args, pool.config, pool.env]
         if self.router:
-            walk(self.router.args)
-            walk(self.router.env)
-            walk(self.router.config)
+            parts += [self.router.args, self.router.env, self.router.config]
         if self.container:
-            walk(self.container.mounts)
-        return found
+            parts.append(self.container.mounts)
+        return {name for text in strings_in(parts) for name in PLACEHOLDER.findall(text)}
 
     @property
     def launch_per_concurrency(self) -> bool:
@@ -392,21 +389,7 @@ def instantiate(template: Any, point: dict[str, Scalar]) -> Any:
 
 def unknown_axes(template: Any, point: dict[str, Scalar]) -> set[str]:
     """``${axis}`` references in a template that the point gives no value for."""
-    found: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            found.update(n for n in FAMILY_REF.findall(value) if n not in point)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(k)
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(template)
-    return found
+    return {n for text in strings_in(template) for n in FAMILY_REF.findall(text) if n not in point}
 
 
 # --------------------------------------------------------------------------- workloads, sweeps

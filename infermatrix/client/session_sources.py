@@ -456,14 +456,15 @@ def load_source(
     tok: Tokenizer,
     *,
     path: str | None = None,
-    synthetic: SyntheticSpec | None = None,
+    synthetic: Sequence[str] = (),
     block_size: int = 512,
     tool_delay_s: float = 1.0,
     seed: int = 0,
 ) -> SessionSource:
-    """One entry point for the CLI and the capacity search."""
+    """One entry point for the CLI and the capacity search. ``synthetic``: the ``NAME=DIST``
+    items of a synthetic source (see ``parse_synthetic``)."""
     if kind == "synthetic":
-        return SyntheticSource(synthetic or SyntheticSpec(seed=seed), tok)
+        return SyntheticSource(parse_synthetic(synthetic, seed), tok)
     if not path:
         raise ClientInputError(f"a {kind} session source needs a path")
     if kind == "trace":

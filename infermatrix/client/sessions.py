@@ -51,7 +51,6 @@ from .session_sources import (
     SessionOptions,
     SessionSource,
     load_source,
-    parse_synthetic,
 )
 from .sse import SSEParser
 from .tokenizer import Tokenizer, load_tokenizer
@@ -464,12 +463,11 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
     opts = opts or cfg.sessions or SessionOptions()
     tok = load_tokenizer(cfg.tokenizer)
     kind = opts.kind(cfg.dataset_path)
-    spec = parse_synthetic(opts.synthetic, cfg.seed) if kind == "synthetic" else None
     source = load_source(
         kind,
         tok,
         path=cfg.dataset_path,
-        synthetic=spec,
+        synthetic=opts.synthetic,
         block_size=cfg.trace_block_size,
         tool_delay_s=opts.tool_delay_s,
         seed=cfg.seed,

@@ -9,7 +9,6 @@ so a virtual result has exactly the schema of a real run. Its ``infermatrix`` bl
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 from collections.abc import Callable
@@ -34,30 +33,26 @@ from .provenance import git_sha, utc_now
 LAUNCHER = "virtual"
 
 
-def _lengths(rng: random.Random, length: int, ratio: float, n: int) -> list[int]:
-    """Uniform in [ratio × L, L], as the client's random dataset draws them."""
-    low = max(1, int(ratio * length))
-    return [rng.randint(low, length) for _ in range(n)]
-
-
 def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     """One level in virtual time → the client's result dict (bench_serving keys and ours)."""
-    from ..client.metrics import compute  # the client stays independent: import late
+    from ..client.datasets import draw_len, rngs  # the client stays independent: import late
+    from ..client.metrics import compute
     from ..client.records import RequestRecord
     from ..client.result import build_result
     from ..client.tokenizer import load_tokenizer
     from ..sim import SimConfig, SimRequest, simulate
 
-    wl = cat.workloads[job.workload]
     cfg = bench_config(cat, job, conc, base_url=f"virtual://{job.recipe}").model_copy(
         update={"num_warmups": 0})  # a simulated engine has nothing to warm up
-    rng = random.Random(cfg.seed)
-    n = cfg.num_prompts
-    inputs = _lengths(rng, wl.isl, wl.range_ratio, n)
-    outputs = _lengths(rng, wl.osl, wl.range_ratio, n)
+    # the lengths the client's random dataset draws for this level, in its order
+    lengths, _, _ = rngs(cfg.seed)
+    requests = []
+    for _ in range(cfg.num_prompts):
+        isl = draw_len(lengths, cfg.random_input_len, cfg.random_range_ratio)
+        requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len,
+                                                 cfg.random_range_ratio)))
     sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
-    run = simulate(sim, [SimRequest(i, o) for i, o in zip(inputs, outputs, strict=True)],
-                   concurrency=conc)
+    run = simulate(sim, requests, concurrency=conc)
     records = []
     for res in run.results:
         rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
