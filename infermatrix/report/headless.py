@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -148,12 +149,13 @@ async def open_page(chromium: str | None = None, width: int = 1280, height: int 
     binary = chromium or find_chromium()
     if binary is None:
         raise BrowserError("no chromium found (apt-get install -y chromium)")
-    with tempfile.TemporaryDirectory(prefix="imx-chromium-") as tmp:
+    # ignore_cleanup_errors: the profile is scratch; a straggler's last write must not fail a run
+    with tempfile.TemporaryDirectory(prefix="imx-chromium-", ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp)
         proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
              f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             port = await _devtools_port(profile, proc, timeout)
             async with aiohttp.ClientSession() as http:
@@ -169,9 +171,42 @@ async def open_page(chromium: str | None = None, width: int = 1280, height: int 
                     finally:
                         page.reader.cancel()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Stop Chromium and every helper process it started (renderer, GPU, zygote: its process
+    group), and wait until they are gone, so none still writes into the profile being removed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # helpers that outlived the browser process
+    deadline = time.monotonic() + timeout
+    while _group_running(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a live (not zombie) process of group ``pgid`` is left."""
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():  # not Linux: ask the kernel (zombies count as alive there)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != "Z" and int(fields[2]) == pgid:  # state, ppid, pgrp
+            return True
+    return False
