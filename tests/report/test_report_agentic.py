@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import pytest
+from browser_helpers import SET
 
 from infermatrix.capacity import CapacitySearch, CapacitySettings, Deployment, Target
 from infermatrix.capacity.run import capacity_document
@@ -24,7 +24,7 @@ from infermatrix.client.session_sources import SyntheticSource, SyntheticSpec
 from infermatrix.client.tokenizer import WordTokenizer
 from infermatrix.report import build_report, build_run_report
 from infermatrix.report.agentic import write_agentic_page
-from infermatrix.report.headless import find_chromium, open_page
+from infermatrix.report.headless import open_page
 from infermatrix.results import agentic, collect
 from infermatrix.results.store import Store
 from infermatrix.results.synthetic import SynthJob, write_job
@@ -392,22 +392,6 @@ def test_capacity_cli_writes_the_page(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- headless Chromium
 
 
-@pytest.fixture
-def chromium() -> str:
-    import os
-
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required under CI: apt-get install -y chromium")
-        pytest.skip("no Chromium installed (apt-get install -y chromium)")
-    return binary
-
-
-SET = (
-    "(() => {{ const s = document.getElementById('{id}'); s.value = {value!r}; "
-    "s.dispatchEvent(new Event('change')); }})()"
-)
 ROWS = "document.querySelectorAll('#agentic tbody tr').length"
 AGENTS = (
     "Array.from(document.querySelectorAll('#agentic tbody tr')).map(tr => [tr.dataset.recipe, "

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from browser_helpers import SET
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import find_chromium, open_page
+from infermatrix.report.headless import open_page
 from infermatrix.results import collect
 from infermatrix.results.store import Store
 from infermatrix.results.synthetic import SynthJob, write_job
@@ -55,17 +55,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture
-def chromium() -> str:
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required under CI: apt-get install -y chromium")
-        pytest.skip("no Chromium installed (apt-get install -y chromium)")
-    return binary
-
-
-SET = "(() => {{ const s = document.getElementById('{id}'); s.value = {value!r}; s.dispatchEvent(new Event('change')); }})()"
 POINTS = "Number(document.getElementById('chart').dataset.points)"
 
 
