@@ -19,6 +19,8 @@ from .deploy import start_sim
 from .job import POLICIES, READY_TIMEOUT_S, STOP_SIGNALS, Interrupted, JobOutcome, run_job
 from .provenance import new_run_id
 
+ENGINE_MODES = ("auto", "real", "sim")  # what serves a job: see engine_mode()
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("which job")
@@ -36,7 +38,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("how to run")
     run.add_argument("--backend", choices=BACKENDS, default=None,
                      help="how real servers start (default: the fleet's kind in runners/fleets.yaml)")
-    run.add_argument("--engine", dest="engine_mode", choices=("auto", "real", "sim"), default="auto",
+    run.add_argument("--engine", dest="engine_mode", choices=ENGINE_MODES, default="auto",
                      help="real: the recipe's engine; sim: the simulated engine models the "
                           "recipe's hardware on this machine; auto (default): $INFERMATRIX_ENGINE "
                           "if set, else real on a self-hosted GitHub runner and sim elsewhere")

@@ -16,13 +16,12 @@ from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
-from .cli import add_run_arguments, engine_mode, execute
+from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute
 from .provenance import new_run_id, utc_now
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
 # `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
 # in the collect job. CI_ONLY stages need what only CI has (the last published run).
-ENGINE_MODES = ("sim", "real", "auto")
 STAGES: tuple[str, ...] = ("validate", "plan", "run", "collect", "report")
 CI_ONLY_STAGES: tuple[str, ...] = ("compare",)
 
@@ -37,10 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run every job on this machine (the default; GitHub Actions fans the "
                              "same stages out over self-hosted runners)")
     add_filter_arguments(parser)  # its --engine GLOB filters recipes, as in `infermatrix plan`
+    for action in parser._actions:  # ... and also takes `run --engine`'s sim|real|auto
+        if "--engine" in action.option_strings:
+            action.help = ("sim (default), real or auto: what serves the jobs, as in "
+                           "`infermatrix run`; any other value keeps jobs whose engine matches "
+                           "GLOB (repeatable)")
     scratch = argparse.ArgumentParser(add_help=False)
     add_run_arguments(scratch)
     group = parser.add_argument_group("how to run")
-    for action in scratch._actions:  # all but `run --engine`, which --engine below stands for
+    for action in scratch._actions:  # all but `run --engine`, which the filter flag doubles as
         if "--engine" not in action.option_strings:
             group._add_action(action)
     parser.set_defaults(engine_mode="sim")

@@ -41,3 +41,19 @@ def test_virtual_results_have_the_real_schema_and_agree(tmp_path: Path) -> None:
         # the same model in both: decode speed within 15 % (the real-time server adds event-loop
         # jitter; tests/sim/test_sim_agreement.py holds the tighter bound on a controlled load)
         assert abs(v["median_tpot_ms"] - r["median_tpot_ms"]) <= 0.15 * r["median_tpot_ms"]
+
+
+def test_sweep_engine_sim_virtual_runs_the_whole_pipeline(tmp_path: Path) -> None:
+    """The issue's spelling, `sweep --engine sim --virtual`: every smoke job in virtual time,
+    then collect and report, with `--engine vllm` still filtering recipes."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "infermatrix.cli", "sweep", "smoke", "--engine", "sim", "--virtual",
+         "--engine", "vllm", "--output-dir", str(tmp_path), "--run-id", "vs", "--root", str(REPO)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = json.loads((tmp_path / "vs" / "run.json").read_text())
+    assert run["engine"] == "virtual" and run["jobs"] and {j["status"] for j in run["jobs"]} == {"ok"}
+    assert all(".h200-vllm-" in j["id"] for j in run["jobs"])
+    records = [json.loads(line) for line in (tmp_path / "vs" / "records.jsonl").read_text().splitlines()]
+    assert records and all(r["simulated"] and r["launcher"] == "virtual" for r in records)
+    assert (tmp_path / "vs" / "index.html").is_file()
