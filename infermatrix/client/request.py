@@ -1,8 +1,10 @@
 """One streamed request: send, read SSE, stamp every text-carrying event, classify failures.
 
-This is the hot path. Events are stamped with the time the event loop delivered their bytes
-(http.py) and decoded in the same callback; no tokenization, no formatting. Everything else
-is computed after the run."""
+This is the hot path. Each piece of body is stamped with the time the event loop delivered it
+(http.py) and stored; event boundaries, JSON and accounting are done in bulk, off the receive
+path (sse.py, :meth:`_Exchange._drain`). A malformed event (not UTF-8, not JSON), an in-stream
+error, an impossible usage count or an oversized line or response fails the request with its
+reason. No tokenization, no formatting: everything else is computed after the run."""
 
 from __future__ import annotations
 
@@ -15,9 +17,14 @@ from .backends import decode_chunk, decode_full_response, error_message
 from .config import Timeouts
 from .http import BodySink, HTTPClient, HTTPError, Response, collector
 from .records import RequestRecord
-from .sse import SSEParser
+from .sse import SSEParser, Stamped
 
 _ERROR_BODY_LIMIT = 2000
+DRAIN_BYTES = 64 << 10  # parse a stream's pending pieces at least this often
+EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
+RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
+COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
+_decoder = json.JSONDecoder()
 
 
 def make_client(timeouts: Timeouts) -> HTTPClient:
@@ -31,17 +38,37 @@ def make_client(timeouts: Timeouts) -> HTTPClient:
 
 
 class _Exchange:
-    """Routes one response's body: SSE events into the record, or a small body to keep."""
+    """Routes one response's body: SSE pieces into the record, or a small body to keep.
 
-    __slots__ = ("body", "parser", "rec", "resp", "texts", "times")
+    The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
+    in bulk (:meth:`_drain`) when the body ends, when a piece may hold ``[DONE]`` or an error
+    event (so the answer completes without waiting for the close), and when
+    ``DRAIN_BYTES`` are pending (so memory stays small on long answers)."""
+
+    __slots__ = (
+        "body",
+        "drain_at",
+        "ended",
+        "parser",
+        "pending",
+        "pieces",
+        "received",
+        "rec",
+        "resp",
+        "stamps",
+    )
 
     def __init__(self, rec: RequestRecord) -> None:
         self.rec = rec
-        self.times = rec.event_times
-        self.texts = rec.event_texts
         self.parser: SSEParser | None = None
         self.body = bytearray()
         self.resp: Response | None = None
+        self.pieces: list[bytes] = []
+        self.stamps: list[float] = []
+        self.pending = 0  # bytes in self.pieces
+        self.received = 0  # bytes drained so far
+        self.drain_at = DRAIN_BYTES
+        self.ended = False  # [DONE] or a failure: later bytes are not read
 
     def sink_for(self, resp: Response) -> BodySink:
         self.resp = resp
@@ -51,26 +78,86 @@ class _Exchange:
         ):
             self.parser = SSEParser()
             return self._sse
-        return collector(self.body, _ERROR_BODY_LIMIT if resp.status != 200 else 1 << 26)
+        if resp.status != 200:
+            return collector(self.body, _ERROR_BODY_LIMIT)
+        return collector(self.body, RESPONSE_LIMIT, strict=True)
 
     def _sse(self, data: bytes, t: float) -> None:
-        assert self.parser is not None and self.resp is not None
-        for event in self.parser.feed(data):
-            if _event(event, t, self.rec, self.times, self.texts):
-                # [DONE] or an in-stream error: the answer is complete.
-                self.resp.finish_early(close=self.rec.error is not None)
-                return
+        """The hot path: runs for every read of every stream. Keep it to appends and checks."""
+        if self.ended:
+            return
+        self.pieces.append(data)
+        self.stamps.append(t)
+        self.pending += len(data)
+        if self.pending > self.drain_at or b"[DONE]" in data or b'"error"' in data:
+            self._drain()
+            if self.rec.done_seen:
+                self.resp.finish_early(close=False)  # type: ignore[union-attr]
+
+    def _drain(self) -> None:
+        """Parse every pending piece; raises HTTPError when the stream is unusable."""
+        parser = self.parser
+        assert parser is not None
+        pieces, stamps = self.pieces, self.stamps
+        self.pieces, self.stamps = [], []
+        self.received += self.pending
+        self.pending = 0
+        if self.received > RESPONSE_LIMIT:
+            self.ended = True
+            raise HTTPError("response_too_large", f"response larger than {_mib(RESPONSE_LIMIT)}")
+        events = parser.feed_stamped(pieces, stamps)
+        if parser.pending > EVENT_LIMIT:
+            self.ended = True
+            raise HTTPError(
+                "sse_event_too_large", f"an SSE line or event longer than {_mib(EVENT_LIMIT)}"
+            )
+        # the next drain copies the pending event once more: wait until it has (at least) doubled
+        self.drain_at = max(DRAIN_BYTES, parser.pending)
+        self._events(events)
+
+    def _events(self, events: list[Stamped]) -> None:
+        """Account a batch of stamped events into the record."""
+        rec = self.rec
+        times, texts = rec.event_times, rec.event_texts
+        first_bad = ""
+        for t, data in events:
+            if data == b"[DONE]":
+                rec.done_seen = self.ended = True
+                break
+            try:
+                c = decode_chunk(_loads(data.decode()))
+            except ValueError as e:  # not UTF-8 (UnicodeDecodeError) or not JSON
+                rec.bad_events += 1
+                first_bad = first_bad or f"{_why(e)}: {data[:80]!r}"
+                continue
+            if c.error is not None:
+                self.ended = True
+                raise HTTPError("stream_error", c.error)
+            if c.text:  # a role-only or empty chunk is not a token
+                times.append(t)
+                texts.append(c.text)
+            if c.completion_tokens is not None:
+                rec.usage_completion_tokens = _count("completion_tokens", c.completion_tokens)
+            if c.prompt_tokens is not None:
+                rec.usage_prompt_tokens = _count("prompt_tokens", c.prompt_tokens)
+            if rec.response_id is None and c.id:
+                rec.response_id = c.id
+        if first_bad:
+            self.ended = True
+            raise HTTPError("bad_event", f"{rec.bad_events} malformed event(s), first: {first_bad}")
 
     def finish(self) -> None:
-        """After the body ended (or [DONE]): complete the record."""
+        """After the body ended (or [DONE]): complete the record. Raises HTTPError."""
         rec = self.rec
         if rec.http_status != 200:
             _http_error(rec, self.resp, bytes(self.body))
         elif self.parser is None:
             _whole_body(rec, bytes(self.body), self.resp.last_rx if self.resp else perf_counter())
-        elif not rec.done_seen and rec.error is None:
-            for event in self.parser.flush():  # [DONE] missing: the close ends the stream
-                _event(event, perf_counter(), rec, self.times, self.texts)
+        elif not self.ended:
+            self._drain()
+            if not rec.done_seen:  # [DONE] missing: the end of the body ends the stream
+                end = self.resp.last_rx if self.resp else perf_counter()
+                self._events(self.parser.flush_stamped(end))
 
 
 async def send(
@@ -87,6 +174,7 @@ async def send(
     try:
         async with asyncio.timeout(total_timeout):
             await client.request("POST", url, body, ex.sink_for, headers)
+        rec.end = perf_counter()  # the bulk parse below is not part of the request's time
         ex.finish()
     except HTTPError as e:
         rec.error, rec.error_detail = e.kind, str(e)[:300]
@@ -96,7 +184,8 @@ async def send(
             f"request took longer than {total_timeout:g} s",
         )
     finally:
-        rec.end = perf_counter()
+        if rec.end < rec.start:
+            rec.end = perf_counter()
     if rec.error is None and not rec.event_times:
         rec.error = "empty_output"
         rec.error_detail = "the response carried no generated text"
@@ -112,33 +201,6 @@ async def get_json(client: HTTPClient, url: str, timeout: float) -> tuple[int, o
         return resp.status, json.loads(bytes(buf))
     except ValueError:
         return resp.status, None
-
-
-def _event(data: str, now: float, rec: RequestRecord, times: list[float], texts: list[str]) -> bool:
-    """Handle one SSE data payload; return True when the stream is finished ([DONE] or error)."""
-    if data == "[DONE]":
-        rec.done_seen = True
-        return True
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        rec.bad_events += 1
-        return False
-    c = decode_chunk(obj)
-    if c.error is not None:
-        rec.error = "stream_error"
-        rec.error_detail = c.error[:300]
-        return True
-    if c.text:  # a role-only or empty chunk is not a token
-        times.append(now)
-        texts.append(c.text)
-    if c.completion_tokens is not None:
-        rec.usage_completion_tokens = c.completion_tokens
-    if c.prompt_tokens is not None:
-        rec.usage_prompt_tokens = c.prompt_tokens
-    if rec.response_id is None and c.id:
-        rec.response_id = c.id
-    return False
 
 
 def _http_error(rec: RequestRecord, resp: Response | None, raw: bytes) -> None:
@@ -163,9 +225,42 @@ def _whole_body(rec: RequestRecord, raw: bytes, now: float) -> None:
     if c.error is not None:
         rec.error, rec.error_detail = "stream_error", c.error[:300]
         return
+    try:
+        rec.usage_completion_tokens = _count("completion_tokens", c.completion_tokens)
+        rec.usage_prompt_tokens = _count("prompt_tokens", c.prompt_tokens)
+    except HTTPError as e:
+        rec.error, rec.error_detail = e.kind, str(e)
+        return
     if c.text:
         rec.event_times.append(now)
         rec.event_texts.append(c.text)
-    rec.usage_completion_tokens = c.completion_tokens
-    rec.usage_prompt_tokens = c.prompt_tokens
     rec.response_id = c.id
+
+
+def _loads(text: str) -> object:
+    """json.loads, minus its per-call overhead in the usual case (no surrounding whitespace)."""
+    try:
+        obj, end = _decoder.raw_decode(text)
+        if end == len(text):
+            return obj
+    except ValueError:
+        pass
+    return json.loads(text)  # exact json.loads semantics: whitespace allowed, its error message
+
+
+def _count(name: str, n: int | None) -> int | None:
+    """A usage count as the server sent it, or HTTPError("bad_usage") when it cannot be one."""
+    if n is None or 0 <= n <= COUNT_LIMIT:
+        return n
+    shown = str(n) if abs(n) < 10**30 else f"{str(n)[:12]}… ({len(str(abs(n)))} digits)"
+    raise HTTPError("bad_usage", f"usage.{name} = {shown} is out of range [0, 2**53]")
+
+
+def _why(e: ValueError) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"invalid UTF-8 at byte {e.start}"
+    return f"invalid JSON ({e})"
+
+
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB"
