@@ -53,11 +53,8 @@ class _Chunked:
         if not self._state and not self._buf:
             # The usual read on a streaming connection: exactly one whole chunk (one event).
             i = data.find(b"\r\n", 0, 18)
-            if i > 0:
-                try:
-                    end = i + 2 + int(data[:i], 16)
-                except ValueError:
-                    end = 0
+            if i > 0 and not data[:i].strip(_HEX):
+                end = i + 2 + int(data[:i], 16)
                 if end > i + 2 and len(data) == end + 2 and data.endswith(b"\r\n"):
                     return data[i + 2 : end]
         buf = self._buf + data if self._buf else data

@@ -192,6 +192,8 @@ def compute(
     res["mean_concurrency"] = mean_c
     res["max_concurrent_requests"] = max_c
     res["max_output_tokens_per_s"] = peak_output_rate(pairs, t0)
+    # malformed SSE events (not UTF-8 or not JSON); each fails its request ("bad_event")
+    res["bad_events"] = sum(r.bad_events for r in records)
     return res
 
 

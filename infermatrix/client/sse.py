@@ -21,29 +21,38 @@ Stamped = tuple[float, bytes]  # (receive time, raw data payload of one event)
 
 
 class SSEParser:
-    __slots__ = ("_cr", "_skip_lf", "_tail")
+    __slots__ = ("_cr", "_skip_lf", "_tail", "_tail_len")
 
     def __init__(self) -> None:
-        self._tail = b""  # everything after the last blank line: the event being received
+        # everything after the last blank line (the event being received), in parts: a long
+        # line arriving piece by piece is joined once, when it ends, not on every read
+        self._tail: list[bytes] = []
+        self._tail_len = 0
         self._cr = False  # the stream uses CR or CRLF line ends: normalise each piece
         self._skip_lf = False  # the last piece ended in CR: a leading LF belongs to it
 
     @property
     def pending(self) -> int:
         """Bytes of the incomplete event held (an endless line or event grows this)."""
-        return len(self._tail)
+        return self._tail_len
 
     def feed_stamped(self, pieces: list[bytes], stamps: list[float]) -> list[Stamped]:
         """Events completed by ``pieces`` (received at ``stamps``), in order."""
+        if not any(b"\n" in p or b"\r" in p for p in pieces):  # no line ends: nothing completes
+            self._tail += pieces
+            self._tail_len += sum(map(len, pieces))
+            self._skip_lf = self._skip_lf and not any(pieces)
+            return []
         body = b"".join(pieces)
         if not self._cr and b"\r" in body:
             self._cr = True
         if self._cr:
             pieces = self._normalise(pieces)
             body = b"".join(pieces)
-        tail = self._tail
+        tail = b"".join(self._tail)
         blocks = (tail + body if tail else body).split(b"\n\n")
-        self._tail = blocks.pop()
+        last = blocks.pop()
+        self._tail, self._tail_len = [last] if last else [], len(last)
         out: list[Stamped] = []
         if not blocks:
             return out
@@ -58,7 +67,8 @@ class SSEParser:
 
     def flush_stamped(self, t: float) -> list[Stamped]:
         """End of stream at ``t``: complete a pending event that lacked its closing blank line."""
-        tail, self._tail = self._tail, b""
+        tail = b"".join(self._tail)
+        self._tail, self._tail_len = [], 0
         data = _payload(tail) if tail else None
         return [] if data is None else [(t, data)]
 
