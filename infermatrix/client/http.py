@@ -215,6 +215,7 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         t = perf_counter()  # the receive stamp: before any parsing
+        self.pool.last_rx = t
         resp = self.resp
         if resp is None:
             self.close()  # unsolicited bytes: this connection is not trustworthy
@@ -310,6 +311,7 @@ class HTTPClient:
         self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
         self._all: set[_Conn] = set()
         self._ssl: ssl.SSLContext | None = None
+        self.last_rx = 0.0  # when any connection last received bytes (request.when_quiet)
 
     async def __aenter__(self) -> HTTPClient:
         return self

@@ -24,6 +24,8 @@ DRAIN_BYTES = 64 << 10  # parse a stream's pending pieces at least this often
 EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
 RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
 COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
+QUIET_S = 0.001  # no byte received for this long: the loop is between two bursts of events
+MAX_DEFER_S = 0.05  # bulk parsing waits at most this long for such a gap
 _decoder = json.JSONDecoder()
 
 
@@ -168,28 +170,67 @@ async def send(
     total_timeout: float,
     headers: dict[str, str] | None = None,
 ) -> RequestRecord:
-    """Send one request and fill ``rec``. Never raises for a server-side problem."""
+    """Send one request and fill ``rec`` (received and parsed). Never raises for a server-side
+    problem."""
+    return complete(await transfer(client, url, body, rec, total_timeout, headers))
+
+
+async def transfer(
+    client: HTTPClient,
+    url: str,
+    body: bytes,
+    rec: RequestRecord,
+    total_timeout: float,
+    headers: dict[str, str] | None = None,
+) -> _Exchange:
+    """Send one request and receive its answer, stamped; :func:`complete` parses what is left.
+    Between the two the caller may free its concurrency slot and wait for a quiet moment."""
     ex = _Exchange(rec)
     rec.start = perf_counter()
     try:
         async with asyncio.timeout(total_timeout):
             await client.request("POST", url, body, ex.sink_for, headers)
-        rec.end = perf_counter()  # the bulk parse below is not part of the request's time
-        ex.finish()
     except HTTPError as e:
-        rec.error, rec.error_detail = e.kind, str(e)[:300]
+        _fail(rec, e)
     except TimeoutError:
         rec.error, rec.error_detail = (
             "timeout_total",
             f"request took longer than {total_timeout:g} s",
         )
     finally:
-        if rec.end < rec.start:
-            rec.end = perf_counter()
+        rec.end = perf_counter()
+    return ex
+
+
+def complete(ex: _Exchange) -> RequestRecord:
+    """Parse what :func:`transfer` stored and classify the outcome."""
+    rec = ex.rec
+    if rec.error is None:
+        try:
+            ex.finish()
+        except HTTPError as e:
+            _fail(rec, e)
     if rec.error is None and not rec.event_times:
         rec.error = "empty_output"
         rec.error_detail = "the response carried no generated text"
     return rec
+
+
+async def when_quiet(client: HTTPClient) -> None:
+    """Wait for a gap in the incoming data — servers send a decode step for all streams at once,
+    then nothing until the next — or at most ``MAX_DEFER_S``, so that bulk parsing runs between
+    bursts instead of delaying the receive stamps of one."""
+    deadline = perf_counter() + MAX_DEFER_S
+    while True:
+        now = perf_counter()
+        wait = client.last_rx + QUIET_S - now
+        if wait <= 0 or now >= deadline:
+            return
+        await asyncio.sleep(min(wait, deadline - now))
+
+
+def _fail(rec: RequestRecord, e: HTTPError) -> None:
+    rec.error, rec.error_detail = e.kind, str(e)[:300]
 
 
 async def get_json(client: HTTPClient, url: str, timeout: float) -> tuple[int, object]:

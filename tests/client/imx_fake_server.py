@@ -257,8 +257,8 @@ class FakeServer:
                 await emit(f'{{"id": "{rid}", "object": "{obj}", "choices": [{{"index": 0, "te')
             if faulty and sent == b.bad_utf8_after:
                 await emit(
-                    f'{{"id": "{rid}", "object": "{obj}", "choices": [{{"index": 0, "text": "'
-                    .encode() + b'\xff\xfe"}]}'
+                    f'{{"id": "{rid}", "object": "{obj}", "choices": [{{"index": 0, "text": "'.encode()
+                    + b'\xff\xfe"}]}'
                 )
             k = min(b.tokens_per_event, out - sent)
             text = "".join(f"w{sent + i} " for i in range(k))
@@ -280,7 +280,9 @@ class FakeServer:
             truth.tokens.append(k)
             sent += k
             event_no += 1
-        usage_out = b.usage_tokens if faulty and b.usage_tokens is not None else sent + b.usage_offset
+        usage_out = (
+            b.usage_tokens if faulty and b.usage_tokens is not None else sent + b.usage_offset
+        )
         if b.usage and (body.get("stream_options") or {}).get("include_usage"):
             await emit(
                 {
@@ -314,7 +316,9 @@ class FakeServer:
                 if b.endless_line:
                     await resp.write(piece)
                 else:
-                    await emit({"id": rid, "object": obj, "choices": [{"index": 0, "text": f"w{i} "}]})
+                    await emit(
+                        {"id": rid, "object": obj, "choices": [{"index": 0, "text": f"w{i} "}]}
+                    )
                     i += 1
                 await asyncio.sleep(0)  # let the loop serve the hang-up
         except (ConnectionError, RuntimeError):

@@ -113,7 +113,7 @@ def test_whitespace_only_data_is_a_keep_alive() -> None:
 
 def test_an_endless_line_is_held_once_and_reported() -> None:
     p = SSEParser()
-    p.feed_stamped([b"data: {\"a\": 1}\n\ndata: ", b"x" * 1000], [1.0, 2.0])
+    p.feed_stamped([b'data: {"a": 1}\n\ndata: ', b"x" * 1000], [1.0, 2.0])
     for _ in range(50):
         assert p.feed_stamped([b"x" * 1000], [3.0]) == []
     assert p.pending == len(b"data: ") + 51 * 1000

@@ -340,11 +340,18 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per high-rate / sweep point")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--peers-venv", default=str(ROOT / ".venv-peers"),
-                    help="venv with guidellm and aiperf (bash scripts/setup-peers.sh)")
+    ap.add_argument(
+        "--peers-venv",
+        default=str(ROOT / ".venv-peers"),
+        help="venv with guidellm and aiperf (bash scripts/setup-peers.sh)",
+    )
     ap.add_argument("--workers", type=int, default=1, help="our client's worker processes")
-    ap.add_argument("--no-pin", dest="pin", action="store_false",
-                    help="do not pin the client and the server to separate cores")
+    ap.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="do not pin the client and the server to separate cores",
+    )
     args = ap.parse_args()
     concs = [int(c) for c in args.concurrency.split(",")]
     cpu = pin_cpus(args.pin)
@@ -421,7 +428,9 @@ def high_rate(args: argparse.Namespace, cpu: int | None) -> None:
     finally:
         srv.stop()
     tt, tp = statistics.median(ttft_errs), statistics.median(tpot_errs)
-    verdict = "ok" if tt <= 5.0 and abs(tp) <= 0.5 else "above the bound (TTFT ≤ 5 ms, TPOT ≤ 0.5 %)"
+    verdict = (
+        "ok" if tt <= 5.0 and abs(tp) <= 0.5 else "above the bound (TTFT ≤ 5 ms, TPOT ≤ 0.5 %)"
+    )
     print(f"median of {args.repeats}: TTFT error {tt:+.2f} ms, TPOT error {tp:+.2f} % — {verdict}")
 
 
