@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 from time import perf_counter
+from typing import Any
 
 from .backends import decode_chunk, decode_full_response, error_message
 from .config import Timeouts
@@ -162,17 +163,10 @@ class _Exchange:
                 self._events(self.parser.flush_stamped(end))
 
 
-async def send(
-    client: HTTPClient,
-    url: str,
-    body: bytes,
-    rec: RequestRecord,
-    total_timeout: float,
-    headers: dict[str, str] | None = None,
-) -> RequestRecord:
-    """Send one request and fill ``rec`` (received and parsed). Never raises for a server-side
-    problem."""
-    return complete(await transfer(client, url, body, rec, total_timeout, headers))
+async def send(*args: Any, **kwargs: Any) -> RequestRecord:
+    """:func:`transfer` (same arguments), then :func:`complete`: send one request and fill its
+    record, received and parsed. Never raises for a server-side problem."""
+    return complete(await transfer(*args, **kwargs))
 
 
 async def transfer(
