@@ -27,7 +27,7 @@ RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
 COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
 QUIET_S = 0.001  # no byte received for this long: the loop is between two bursts of events
 MAX_DEFER_S = 0.05  # bulk parsing waits at most this long for such a gap
-_decoder = json.JSONDecoder()
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 def make_client(timeouts: Timeouts) -> HTTPClient:
@@ -128,7 +128,14 @@ class _Exchange:
                 rec.done_seen = self.ended = True
                 break
             try:
-                c = decode_chunk(_loads(data.decode()))
+                text = data.decode()
+                try:
+                    obj, end = _raw_decode(text)  # json.loads minus its per-call overhead
+                except ValueError:
+                    end = -1
+                if end != len(text):  # surrounding whitespace, or not JSON: json.loads decides
+                    obj = json.loads(text)
+                c = decode_chunk(obj)
             except ValueError as e:  # not UTF-8 (UnicodeDecodeError) or not JSON
                 rec.bad_events += 1
                 first_bad = first_bad or f"{_why(e)}: {data[:80]!r}"
@@ -270,17 +277,6 @@ def _whole_body(rec: RequestRecord, raw: bytes, now: float) -> None:
         rec.event_times.append(now)
         rec.event_texts.append(c.text)
     rec.response_id = c.id
-
-
-def _loads(text: str) -> object:
-    """json.loads, minus its per-call overhead in the usual case (no surrounding whitespace)."""
-    try:
-        obj, end = _decoder.raw_decode(text)
-        if end == len(text):
-            return obj
-    except ValueError:
-        pass
-    return json.loads(text)  # exact json.loads semantics: whitespace allowed, its error message
 
 
 def _count(name: str, n: int | None) -> int | None:
