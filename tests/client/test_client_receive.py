@@ -1,0 +1,48 @@
+"""The receive path stores stamped pieces and parses them later, in bulk: the stamps must still
+be those of the reads (not of the parse), and the deferred parse must never wait long."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from infermatrix.client import request
+from infermatrix.client.runner import execute
+
+
+def test_events_are_stamped_when_received_not_when_parsed(serve: Any, make_cfg: Any) -> None:
+    # 6 tokens 100 ms apart: the answer is parsed at its end, but the first event's stamp must
+    # come before the last event was even sent (on any machine, however slow).
+    srv = serve(ttft=0.05, tpot=0.1)
+    out = asyncio.run(execute(make_cfg(srv, num_prompts=2, random_output_len=6)))
+    for rec in out.records:
+        assert rec.ok, rec.error_detail
+        truth = srv.truth[rec.response_id]
+        assert len(rec.event_times) == len(truth.sends) == 6
+        assert all(r >= s for r, s in zip(rec.event_times, truth.sends, strict=True))
+        assert rec.event_times[0] < truth.sends[-1]
+        assert rec.event_times == sorted(rec.event_times)
+
+
+def test_a_burst_of_events_is_accounted_in_full(serve: Any, make_cfg: Any) -> None:
+    # With no TPOT the server writes all events back to back (reads then hold several).
+    srv = serve()
+    out = asyncio.run(execute(make_cfg(srv, num_prompts=2, random_output_len=50)))
+    for rec in out.records:
+        assert rec.ok and len(rec.event_times) == 50 and rec.usage_completion_tokens == 50
+        assert rec.generated_text == "".join(f"w{i} " for i in range(50))
+
+
+def _when_quiet(last_rx: float) -> float:
+    client = SimpleNamespace(last_rx=last_rx)
+    t = time.perf_counter()
+    asyncio.run(request.when_quiet(client))  # type: ignore[arg-type]
+    return time.perf_counter() - t
+
+
+def test_deferred_parse_waits_for_a_gap_but_not_longer_than_its_bound() -> None:
+    assert _when_quiet(0.0) < 0.5  # nothing received lately: at once
+    # bytes arriving all the time (last_rx always "now"): still done after MAX_DEFER_S
+    assert request.MAX_DEFER_S <= _when_quiet(float("inf")) < request.MAX_DEFER_S + 1.0
