@@ -46,3 +46,21 @@ def test_deferred_parse_waits_for_a_gap_but_not_longer_than_its_bound() -> None:
     assert _when_quiet(0.0) < 0.5  # nothing received lately: at once
     # bytes arriving all the time (last_rx always "now"): still done after MAX_DEFER_S
     assert request.MAX_DEFER_S <= _when_quiet(float("inf")) < request.MAX_DEFER_S + 1.0
+
+
+def test_a_long_answer_is_parsed_in_batches_while_it_streams(serve: Any, make_cfg: Any) -> None:
+    # ~2000 events of ~100 bytes: well past the 64 KiB drain threshold.
+    srv = serve(tpot=0.0005)
+    out = asyncio.run(execute(make_cfg(srv, num_prompts=2, random_output_len=2000)))
+    for rec in out.records:
+        assert rec.ok, rec.error_detail
+        assert len(rec.event_times) == 2000 and rec.usage_completion_tokens == 2000
+        assert rec.generated_text == "".join(f"w{i} " for i in range(2000))
+        truth = srv.truth[rec.response_id]
+        assert all(r >= s for r, s in zip(rec.event_times, truth.sends, strict=True))
+
+
+def test_a_malformed_event_late_in_a_long_answer_fails_it(serve: Any, make_cfg: Any) -> None:
+    srv = serve(tpot=0.0005, malformed_after=1500)
+    out = asyncio.run(execute(make_cfg(srv, num_prompts=2, random_output_len=2000)))
+    assert [r.error for r in out.records] == ["bad_event"] * 2
