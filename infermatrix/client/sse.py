@@ -89,6 +89,7 @@ class SSEParser:
         skip = self._skip_lf
         for p in pieces:
             if not p:
+                out.append(p)  # keep one entry per piece: its index finds its stamp
                 continue
             if skip and p[:1] == b"\n":
                 p = p[1:]

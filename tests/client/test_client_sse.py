@@ -117,3 +117,9 @@ def test_an_endless_line_is_held_once_and_reported() -> None:
     for _ in range(50):
         assert p.feed_stamped([b"x" * 1000], [3.0]) == []
     assert p.pending == len(b"data: ") + 51 * 1000
+
+
+def test_empty_pieces_keep_the_stamps_in_step() -> None:
+    p = SSEParser()
+    got = p.feed_stamped([b"data: a\r\n", b"", b"\r\n", b"data: b\r\n\r\n"], [1.0, 2.0, 3.0, 4.0])
+    assert got == [(3.0, b"a"), (4.0, b"b")]
