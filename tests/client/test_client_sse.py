@@ -123,3 +123,54 @@ def test_empty_pieces_keep_the_stamps_in_step() -> None:
     p = SSEParser()
     got = p.feed_stamped([b"data: a\r\n", b"", b"\r\n", b"data: b\r\n\r\n"], [1.0, 2.0, 3.0, 4.0])
     assert got == [(3.0, b"a"), (4.0, b"b")]
+
+
+def reference(raw: bytes) -> list[bytes]:
+    """The SSE rules, line by line (no bulk tricks): the events a whole stream holds."""
+    text = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    events: list[bytes] = []
+    data: list[bytes] = []
+    for line in text.split(b"\n")[:-1]:  # the last part has no line end yet
+        if not line:
+            if data and b"\n".join(data).strip():
+                events.append(b"\n".join(data))
+            data = []
+        elif not line.startswith(b":"):
+            name, _, value = line.partition(b":")
+            if name == b"data":
+                data.append(value[1:] if value.startswith(b" ") else value)
+    return events
+
+
+def test_bulk_parser_matches_the_line_rules_on_random_streams() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    line = st.sampled_from(
+        [
+            b'data: {"a":1}',
+            b"data:x",
+            b"data",
+            b"data: ",
+            b": ping",
+            b"event: e",
+            b"id: 3",
+            b"data: a b",
+            b"",
+        ]
+    )
+    ending = st.sampled_from([b"\n", b"\r\n", b"\r"])
+    part = st.tuples(line, ending).map(lambda t: t[0] + t[1])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(part, max_size=25), st.data())
+    def check(parts: list[bytes], draw: st.DataObject) -> None:
+        raw = b"".join(parts)
+        cuts = sorted(set(draw.draw(st.lists(st.integers(0, len(raw)), max_size=8))))
+        pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+        p = SSEParser()
+        got = p.feed_stamped(pieces, [float(i) for i in range(len(pieces))])
+        assert [d for _, d in got] == reference(raw)
+        assert [t for t, _ in got] == sorted(t for t, _ in got)
+
+    check()
