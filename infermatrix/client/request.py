@@ -25,8 +25,6 @@ DRAIN_BYTES = 64 << 10  # parse a stream's pending pieces at least this often
 EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
 RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
 COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
-QUIET_S = 0.001  # no byte received for this long: the loop is between two bursts of events
-MAX_DEFER_S = 0.05  # bulk parsing waits at most this long for such a gap
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -50,7 +48,6 @@ class _Exchange:
     pending (memory stays small on long answers; at ``8 × DRAIN_BYTES`` it does not wait)."""
 
     __slots__ = (
-        "armed_at",
         "body",
         "client",
         "done_early",
@@ -80,7 +77,6 @@ class _Exchange:
         self.ended = False  # [DONE] or a failure: later bytes are not read
         self.done_early = False  # ended by a piece ending in "data: [DONE]", not parsed yet
         self.drain_armed = False
-        self.armed_at = 0.0
 
     def sink_for(self, resp: Response) -> BodySink:
         self.resp = resp
@@ -111,9 +107,11 @@ class _Exchange:
         elif b'"error"' in data or self.pending > 8 * self.drain_at:
             self._drain_now()
         elif self.pending > self.drain_at and not self.drain_armed:
-            self.drain_armed = True
-            self.armed_at = t
-            asyncio.get_running_loop().call_later(QUIET_S, self._quiet_drain)
+            if self.client is None:
+                self._drain_now()
+            else:
+                self.drain_armed = True
+                self.client.when_quiet(self._quiet_drain)
 
     def _drain_now(self) -> None:
         self._drain()
@@ -121,17 +119,11 @@ class _Exchange:
             self.resp.finish_early(close=False)  # type: ignore[union-attr]
 
     def _quiet_drain(self) -> None:
-        """The pending-bytes drain, at a gap in the incoming data (or MAX_DEFER_S late)."""
+        """The pending-bytes drain, run by ``HTTPClient.when_quiet``."""
         self.drain_armed = False
         resp = self.resp
         if self.ended or resp is None or resp.done.done():
             return  # finished meanwhile: finish() parses what is left
-        now = perf_counter()
-        last = self.client.last_rx if self.client is not None else 0.0
-        if now - last < QUIET_S and now - self.armed_at < MAX_DEFER_S:
-            self.drain_armed = True
-            asyncio.get_running_loop().call_later(QUIET_S, self._quiet_drain)
-            return
         try:
             self._drain_now()
         except HTTPError as e:
@@ -259,16 +251,10 @@ def complete(ex: _Exchange) -> RequestRecord:
 
 
 async def when_quiet(client: HTTPClient) -> None:
-    """Wait for a gap in the incoming data — servers send a decode step for all streams at once,
-    then nothing until the next — or at most ``MAX_DEFER_S``, so that bulk parsing runs between
-    bursts instead of delaying the receive stamps of one."""
-    deadline = perf_counter() + MAX_DEFER_S
-    while True:
-        now = perf_counter()
-        wait = client.last_rx + QUIET_S - now
-        if wait <= 0 or now >= deadline:
-            return
-        await asyncio.sleep(min(wait, deadline - now))
+    """Return at the next gap in incoming data (``HTTPClient.when_quiet``)."""
+    done = asyncio.get_running_loop().create_future()
+    client.when_quiet(lambda: done.done() or done.set_result(None))
+    await done
 
 
 def _fail(rec: RequestRecord, e: HTTPError) -> None:

@@ -34,7 +34,9 @@ import argparse
 import asyncio
 import json
 import os
+import selectors
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +44,7 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +168,63 @@ def run_ours(
         events / (out.t_end - out.t0),
         m["failed"],
     )
+
+
+# ------------------------------------------------------ raw-socket reader ---
+def run_raw(srv: Server, conc: int, n: int, out_len: int) -> tuple[float, float, float, float]:
+    """The floor a client can reach on this machine now: a minimal closed-loop reader on raw
+    sockets and epoll that stamps each read and counts the events in it — no HTTP or SSE
+    parsing, no JSON. Returns (median TTFT ms, median TPOT ms, truth TTFT ms, truth TPOT ms)."""
+    body = json.dumps(
+        {"model": "fake-model", "prompt": "w " * 32, "max_tokens": out_len, "stream": True}
+    ).encode()
+    req = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
+    srv.reset()
+    sel = selectors.DefaultSelector()
+    state: dict[socket.socket, list[Any]] = {}
+    ttfts: list[float] = []
+    tpots: list[float] = []
+    sent = 0
+
+    def start(s: socket.socket) -> None:
+        nonlocal sent
+        sent += 1
+        state[s] = [perf_counter(), 0.0, 0.0, 0, b""]  # start, first, last, events, tail
+        s.sendall(req)
+
+    for _ in range(min(conc, n)):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sel.register(s, selectors.EVENT_READ)
+        start(s)
+    while state:
+        for key, _ in sel.select():
+            s = key.fileobj  # type: ignore[assignment]
+            data = s.recv(262144)  # type: ignore[attr-defined]
+            t = perf_counter()
+            st = state[s]  # type: ignore[index]
+            k = data.count(b'"t_send"')
+            if k:
+                st[1] = st[1] or t
+                st[2] = t
+                st[3] += k
+            st[4] = (st[4] + data)[-5:]
+            if st[4] == b"0\r\n\r\n":  # end of the chunked body
+                ttfts.append(st[1] - st[0])
+                if st[3] > 1:
+                    tpots.append((st[2] - st[1]) / (st[3] - 1))
+                if sent < n:
+                    start(s)  # type: ignore[arg-type]
+                else:
+                    del state[s]  # type: ignore[arg-type]
+                    sel.unregister(s)
+                    s.close()  # type: ignore[attr-defined]
+    sel.close()
+    tt, tp = truth_medians(srv.truth())
+    return statistics.median(ttfts) * 1000, statistics.median(tpots) * 1000, tt, tp
 
 
 # ------------------------------------------------------------------ peers ---
@@ -407,12 +467,13 @@ def high_rate(args: argparse.Namespace, cpu: int | None) -> None:
         f"\nhigh rate: {c} streams, one token every {itl * 1000:g} ms "
         f"({c / itl:,.0f} events/s offered), {args.rate_out_len} tokens/request, TTFT 50 ms"
     )
+    print("each run: our client, then a minimal raw-socket reader (the floor on this machine now)")
     print(
         f"{'run':>4} {'TTFT err ms':>12} {'TPOT err':>9} {'lag p50':>8} {'lag p99':>8} "
-        f"{'ev/s':>8}  {'load':>5}"
+        f"{'ev/s':>8}  {'raw TTFT err':>12} {'raw TPOT err':>12}  {'load':>5}"
     )
     srv = Server(0.05, itl, cpu=cpu)
-    ttft_errs, tpot_errs = [], []
+    ttft_errs, tpot_errs, raw_ttft, raw_tpot = [], [], [], []
     try:
         for i in range(args.repeats):
             r = run_ours(
@@ -420,18 +481,27 @@ def high_rate(args: argparse.Namespace, cpu: int | None) -> None:
             )
             ttft_errs.append(r.ttft_ms - r.truth_ttft_ms)
             tpot_errs.append((r.tpot_ms - r.truth_tpot_ms) / r.truth_tpot_ms * 100)
+            tt, tp, tt_truth, tp_truth = run_raw(srv, c, 4 * c, args.rate_out_len)
+            raw_ttft.append(tt - tt_truth)
+            raw_tpot.append((tp - tp_truth) / tp_truth * 100)
             print(
                 f"{i + 1:>4} {ttft_errs[-1]:>+12.2f} {tpot_errs[-1]:>+8.2f}% {r.lag_p50_ms:>8.2f} "
-                f"{r.lag_p99_ms:>8.2f} {r.events_per_s:>8.0f}  {os.getloadavg()[0]:>5.1f}"
+                f"{r.lag_p99_ms:>8.2f} {r.events_per_s:>8.0f}  {raw_ttft[-1]:>+12.2f} "
+                f"{raw_tpot[-1]:>+11.2f}%  {os.getloadavg()[0]:>5.1f}"
                 + (f"  ({r.failed} failed)" if r.failed else "")
             )
     finally:
         srv.stop()
-    tt, tp = statistics.median(ttft_errs), statistics.median(tpot_errs)
+    med = statistics.median
+    tt, tp = med(ttft_errs), med(tpot_errs)
     verdict = (
         "ok" if tt <= 5.0 and abs(tp) <= 0.5 else "above the bound (TTFT ≤ 5 ms, TPOT ≤ 0.5 %)"
     )
     print(f"median of {args.repeats}: TTFT error {tt:+.2f} ms, TPOT error {tp:+.2f} % — {verdict}")
+    print(
+        f"raw-socket reader, same runs: TTFT error {med(raw_ttft):+.2f} ms, "
+        f"TPOT error {med(raw_tpot):+.2f} %"
+    )
 
 
 def sweep(args: argparse.Namespace, cpu: int | None) -> None:
