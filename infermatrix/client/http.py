@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 from urllib.parse import urlsplit
-
-QUIET_S = 0.001  # no byte received for this long: the loop is between two bursts of events
-MAX_DEFER_S = 0.05  # work deferred to such a gap waits at most this long
 
 # Called with (body bytes, receive time) for every piece of body, in order.
 BodySink = Callable[[bytes, float], None]
@@ -219,7 +215,6 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         t = perf_counter()  # the receive stamp: before any parsing
-        self.pool.last_rx = t
         resp = self.resp
         if resp is None:
             self.close()  # unsolicited bytes: this connection is not trustworthy
@@ -315,30 +310,6 @@ class HTTPClient:
         self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
         self._all: set[_Conn] = set()
         self._ssl: ssl.SSLContext | None = None
-        self.last_rx = 0.0  # when any connection last received bytes
-        self._quiet: deque[tuple[float, Callable[[], None]]] = deque()
-        self._quiet_armed = False
-
-    def when_quiet(self, fn: Callable[[], None]) -> None:
-        """Call ``fn()`` at the next gap in incoming data — servers send a decode step for all
-        streams at once, then nothing until the next — or after ``MAX_DEFER_S`` at the latest.
-        Work done there (bulk parsing) does not delay the receive stamps of a burst. One timer
-        serves every waiter."""
-        self._quiet.append((perf_counter(), fn))
-        if not self._quiet_armed:
-            self._quiet_armed = True
-            asyncio.get_running_loop().call_later(QUIET_S, self._run_quiet)
-
-    def _run_quiet(self) -> None:
-        self._quiet_armed = False
-        now = perf_counter()
-        quiet = now - self.last_rx >= QUIET_S  # reads cannot run while this callback does
-        waiting = self._quiet
-        while waiting and (quiet or now - waiting[0][0] >= MAX_DEFER_S):
-            waiting.popleft()[1]()
-        if waiting:
-            self._quiet_armed = True
-            asyncio.get_running_loop().call_later(QUIET_S, self._run_quiet)
 
     async def __aenter__(self) -> HTTPClient:
         return self

@@ -21,7 +21,7 @@ from .records import RequestRecord
 from .sse import SSEParser, Stamped
 
 _ERROR_BODY_LIMIT = 2000
-DRAIN_BYTES = 64 << 10  # parse a stream's pending pieces at least this often
+DRAIN_BYTES = 32 << 10  # parse a stream's pending pieces at least this often (~200 events)
 EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
 RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
 COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
@@ -43,15 +43,13 @@ class _Exchange:
 
     The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
     in bulk (:meth:`_drain`): when the answer has ended (a piece ending in ``data: [DONE]``
-    resolves the request at once; the parse follows), at once when a piece may hold an error
-    event or an unusual ``[DONE]``, and at the next quiet moment when ``DRAIN_BYTES`` are
-    pending (memory stays small on long answers; at ``8 × DRAIN_BYTES`` it does not wait)."""
+    resolves the request at once, the parse follows in its task), when a piece may hold an
+    error event or an unusual ``[DONE]``, and whenever ``DRAIN_BYTES`` are pending (memory stays
+    small on long answers)."""
 
     __slots__ = (
         "body",
-        "client",
         "done_early",
-        "drain_armed",
         "drain_at",
         "ended",
         "parser",
@@ -63,9 +61,8 @@ class _Exchange:
         "stamps",
     )
 
-    def __init__(self, rec: RequestRecord, client: HTTPClient | None = None) -> None:
+    def __init__(self, rec: RequestRecord) -> None:
         self.rec = rec
-        self.client = client  # its last_rx tells when the loop is between bursts
         self.parser: SSEParser | None = None
         self.body = bytearray()
         self.resp: Response | None = None
@@ -76,7 +73,6 @@ class _Exchange:
         self.drain_at = DRAIN_BYTES
         self.ended = False  # [DONE] or a failure: later bytes are not read
         self.done_early = False  # ended by a piece ending in "data: [DONE]", not parsed yet
-        self.drain_armed = False
 
     def sink_for(self, resp: Response) -> BodySink:
         self.resp = resp
@@ -104,31 +100,13 @@ class _Exchange:
                 self.resp.finish_early(close=False)  # type: ignore[union-attr]
             else:
                 self._drain_now()
-        elif b'"error"' in data or self.pending > 8 * self.drain_at:
+        elif self.pending > self.drain_at or b'"error"' in data:
             self._drain_now()
-        elif self.pending > self.drain_at and not self.drain_armed:
-            if self.client is None:
-                self._drain_now()
-            else:
-                self.drain_armed = True
-                self.client.when_quiet(self._quiet_drain)
 
     def _drain_now(self) -> None:
         self._drain()
         if self.rec.done_seen:
             self.resp.finish_early(close=False)  # type: ignore[union-attr]
-
-    def _quiet_drain(self) -> None:
-        """The pending-bytes drain, run by ``HTTPClient.when_quiet``."""
-        self.drain_armed = False
-        resp = self.resp
-        if self.ended or resp is None or resp.done.done():
-            return  # finished meanwhile: finish() parses what is left
-        try:
-            self._drain_now()
-        except HTTPError as e:
-            resp.fail(e)
-            resp.conn.close()
 
     def _drain(self) -> None:
         """Parse every pending piece; raises HTTPError when the stream is unusable."""
@@ -218,8 +196,8 @@ async def transfer(
     headers: dict[str, str] | None = None,
 ) -> _Exchange:
     """Send one request and receive its answer, stamped; :func:`complete` parses what is left.
-    Between the two the caller may free its concurrency slot and wait for a quiet moment."""
-    ex = _Exchange(rec, client if isinstance(client, HTTPClient) else None)
+    Between the two the caller may free its concurrency slot (the next request goes first)."""
+    ex = _Exchange(rec)
     rec.start = perf_counter()
     try:
         async with asyncio.timeout(total_timeout):
@@ -248,13 +226,6 @@ def complete(ex: _Exchange) -> RequestRecord:
         rec.error = "empty_output"
         rec.error_detail = "the response carried no generated text"
     return rec
-
-
-async def when_quiet(client: HTTPClient) -> None:
-    """Return at the next gap in incoming data (``HTTPClient.when_quiet``)."""
-    done = asyncio.get_running_loop().create_future()
-    client.when_quiet(lambda: done.done() or done.set_result(None))
-    await done
 
 
 def _fail(rec: RequestRecord, e: HTTPError) -> None:

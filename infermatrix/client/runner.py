@@ -21,7 +21,7 @@ from .http import HTTPClient, HTTPError
 from .metrics import compute, per_request_details
 from .progress import Progress
 from .records import RequestRecord, RequestSpec
-from .request import complete, get_json, make_client, send, transfer, when_quiet
+from .request import complete, get_json, make_client, send, transfer
 from .result import build_result
 from .tokenizer import Tokenizer, load_tokenizer
 
@@ -188,9 +188,8 @@ async def timed_run(
         else:
             async with sem:
                 ex = await transfer(client, url, p.body, rec, total, p.spec.headers)
-        # The slot is free and the next request sent; parse this answer between two bursts.
-        await when_quiet(client)
-        complete(ex)
+        await asyncio.sleep(0)  # the slot is free: let the next request go out first
+        complete(ex)  # then parse this answer, in bulk
         progress.done(rec.ok)
 
     gc.collect()

@@ -1,14 +1,11 @@
 """The receive path stores stamped pieces and parses them later, in bulk: the stamps must still
-be those of the reads (not of the parse), and the deferred parse must never wait long."""
+be those of the reads (not of the parse), and every event must be accounted."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-from infermatrix.client import request
-from infermatrix.client.http import MAX_DEFER_S, HTTPClient
 from infermatrix.client.runner import execute
 
 
@@ -33,24 +30,6 @@ def test_a_burst_of_events_is_accounted_in_full(serve: Any, make_cfg: Any) -> No
     for rec in out.records:
         assert rec.ok and len(rec.event_times) == 50 and rec.usage_completion_tokens == 50
         assert rec.generated_text == "".join(f"w{i} " for i in range(50))
-
-
-def _when_quiet(last_rx: float, waiters: int = 1) -> float:
-    async def go() -> float:
-        client = HTTPClient(5, 5)
-        client.last_rx = last_rx
-        t = time.perf_counter()
-        await asyncio.gather(*(request.when_quiet(client) for _ in range(waiters)))
-        return time.perf_counter() - t
-
-    return asyncio.run(go())
-
-
-def test_deferred_parse_waits_for_a_gap_but_not_longer_than_its_bound() -> None:
-    assert _when_quiet(0.0) < 0.5  # nothing received lately: at once
-    assert _when_quiet(0.0, waiters=200) < 0.5  # one timer serves every waiter
-    # bytes arriving all the time (last_rx always "now"): still done after MAX_DEFER_S
-    assert MAX_DEFER_S <= _when_quiet(float("inf")) < MAX_DEFER_S + 1.0
 
 
 def test_a_long_answer_is_parsed_in_batches_while_it_streams(serve: Any, make_cfg: Any) -> None:
