@@ -77,11 +77,18 @@ class _Chunked:
                 i = buf.find(b"\r\n", pos)
                 if i < 0:
                     break
-                digits = buf[pos:i].split(b";", 1)[0].strip()
-                if not digits or digits.strip(_HEX) or len(digits) > 16:
-                    raise HTTPError("bad_response", f"bad chunk size line {buf[pos:i][:40]!r}")
+                digits = buf[pos:i]
+                if not digits or digits.strip(_HEX) or len(digits) > 16:  # extension, or bad
+                    digits = digits.split(b";", 1)[0].strip()
+                    if not digits or digits.strip(_HEX) or len(digits) > 16:
+                        raise HTTPError("bad_response", f"bad chunk size line {digits[:40]!r}")
                 left = int(digits, 16)
                 pos = i + 2
+                end = pos + left
+                if left and end + 2 <= n:  # the whole chunk and its CRLF are here: take it
+                    out.append(buf[pos:end])
+                    pos = end + 2
+                    continue
                 state = 1 if left else 3
             elif state == 2:  # the CRLF after chunk data
                 if n - pos < 2:
