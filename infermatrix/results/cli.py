@@ -78,9 +78,11 @@ def _collect(args: argparse.Namespace) -> int:
         write_records_jsonl(marked, args.jsonl)
     if args.csv:
         write_records_csv(marked, args.csv)
-    problems = s.skipped + s.missing
+    unfinished = s.interrupted_jobs + s.missing_jobs
+    problems = s.skipped + s.missing + unfinished
     if problems:
-        print(f"warning: {problems} files skipped or missing:", file=sys.stderr)
+        jobs = f", {unfinished} jobs interrupted or never started" if unfinished else ""
+        print(f"warning: {problems - unfinished} files skipped or missing{jobs}:", file=sys.stderr)
         for path, reason in s.problems[:MAX_REASONS]:
             print(f"  {path}: {reason}", file=sys.stderr)
         if len(s.problems) > MAX_REASONS:
