@@ -48,6 +48,20 @@ def _wait_for(pattern: str, run_dir: Path, proc: subprocess.Popen[str]) -> Path:
     raise AssertionError(f"no {pattern} within {SWEEP_TIMEOUT_S} s")
 
 
+def _signal_mid_job(root: Path, out: Path, run_id: str, sig: int) -> tuple[Path, int, str]:
+    """Start the smoke sweep, send ``sig`` once its first job has written level c=1 (c=4 is
+    under way), wait for it to end: (that level's file, exit code, stderr)."""
+    proc = _start(_sweep(root, out, "--run-id", run_id), out.parent)
+    try:
+        first = _wait_for(f"jobs/{SGLANG}-*/conc-1.json", out / run_id, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=SWEEP_TIMEOUT_S)
+    finally:
+        proc.kill()
+        proc.communicate()
+    return first, proc.returncode, err
+
+
 def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
@@ -66,13 +80,8 @@ def _collect(run_dir: Path) -> str:
 def test_kill_9_mid_sweep_then_resume(catalog_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "results"
     run_dir = out / "r1"
-    proc = _start(_sweep(catalog_copy, out, "--run-id", "r1"), tmp_path)
-    try:
-        first = _wait_for(f"jobs/{SGLANG}-*/conc-1.json", run_dir, proc)
-        proc.send_signal(signal.SIGKILL)  # mid-job: c=1 written, c=4 under way
-    finally:
-        proc.kill()
-        proc.communicate(timeout=60)
+    first, code, _ = _signal_mid_job(catalog_copy, out, "r1", signal.SIGKILL)
+    assert code == -signal.SIGKILL
     job_dir = first.parent
     finished = {p: p.read_bytes() for p in sorted(run_dir.glob("jobs/*/conc-*.json"))}
     assert first in finished
@@ -118,14 +127,8 @@ def test_kill_9_mid_sweep_then_resume(catalog_copy: Path, tmp_path: Path) -> Non
 def test_sigterm_ends_a_sweep_cleanly(catalog_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "results"
     run_dir = out / "t1"
-    proc = _start(_sweep(catalog_copy, out, "--run-id", "t1"), tmp_path)
-    try:
-        first = _wait_for(f"jobs/{SGLANG}-*/conc-1.json", run_dir, proc)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=SWEEP_TIMEOUT_S)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-3000:]
+    first, code, err = _signal_mid_job(catalog_copy, out, "t1", signal.SIGTERM)
+    assert code == 130, err[-3000:]
     assert "Traceback" not in err and "interrupted (SIGTERM)" in err
     assert "--resume t1" in err
     run = _json(run_dir / "run.json")
