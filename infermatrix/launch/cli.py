@@ -195,8 +195,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         jobs = [_job_from_file(args.job_file, args.job_id) if args.job_file
                 else _job_from_flags(cat, args)]
-    install_signal_handlers()
     reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
+    install_signal_handlers()
     code = 0
     for job in jobs:
         if not should_run(run_dir / "jobs" / job.id, run_id, bool(args.resume)):
