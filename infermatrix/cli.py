@@ -21,10 +21,10 @@ from .errors import UsageError
 PASSTHROUGH: dict[str, tuple[str, str, str]] = {
     "bench": ("infermatrix.client.cli", "main", "benchmark a running server (bench_serving-compatible)"),
     "sim": ("infermatrix.sim.cli", "main", "serve the simulated engine"),
-    "catalog": ("infermatrix.engines.catalog_cli", "main", "render docs/catalog.md from the recipes"),
-    "collect": ("infermatrix.results.cli", "collect_main", "normalise result files into the history store"),
-    "report": ("infermatrix.results.cli", "report_main", "plots, dashboard and job summary"),
-    "compare": ("infermatrix.results.cli", "compare_main", "regressions between two runs"),
+    "catalog": ("infermatrix.commands.catalog", "main", "render docs/catalog.md from the recipes"),
+    "collect": ("infermatrix.commands.results", "collect_main", "normalise result files into the history store"),
+    "report": ("infermatrix.commands.results", "report_main", "plots, dashboard and job summary"),
+    "compare": ("infermatrix.commands.results", "compare_main", "regressions between two runs"),
     "capacity": ("infermatrix.capacity.cli", "main",
                  "agentic capacity: the most concurrent sessions that meet each SLO tier"),
 }

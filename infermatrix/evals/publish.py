@@ -84,11 +84,14 @@ def apply_gate(records: Sequence[R], evals: Sequence[EvalRecord],
     return marked, "\n".join(lines) + "\n"
 
 
-def collect_note(paths: Sequence[Path], records: Sequence[R]) -> tuple[list[R], str]:
-    """For `collect`: (records marked by the gate, for its exports; a one-line note, or "")."""
+def collect_note(paths: Sequence[Path], records: Sequence[R],
+                 evals: Sequence[EvalRecord] | None = None) -> tuple[list[R], str]:
+    """For `collect`: (records marked by the gate, for its exports; a one-line note, or "").
+    ``evals``: the eval records under ``paths`` when the caller has read them already."""
     from .history import collect_evals
 
-    evals = collect_evals(paths).records
+    if evals is None:
+        evals = collect_evals(paths).records
     marked, _ = apply_gate(records, evals, current_accuracy())
     held = [r for r in marked if getattr(r, "status", None) == GATED_STATUS]
     if not evals and not held:
