@@ -27,7 +27,7 @@ from ..results.agentic import AgenticRecord
 from ..results.collect import collect
 from ..results.compare import DEFAULT_NOISE, compare, failures, markdown
 from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
-from ..results.export import write_records_csv, write_records_jsonl, write_text_atomic
+from ..results.export import write_records_csv, write_records_jsonl
 from ..results.records import Record, run_order
 from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
 from ..results.store import Store, is_store
@@ -165,10 +165,8 @@ def _report(args: argparse.Namespace) -> int:
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
                            title=args.title, catalog=args.catalog, launch=launch,
-                           plots=not args.no_plots, agentic=searches)
+                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md)
     summary = outputs["summary"]
-    if gate_md:
-        write_text_atomic(summary, summary.read_text(encoding="utf-8") + "\n" + gate_md)
     target = args.summary or (Path(os.environ["GITHUB_STEP_SUMMARY"])
                               if os.environ.get("GITHUB_STEP_SUMMARY") else None)
     if target is not None:

@@ -7,7 +7,7 @@ section saying which recipes were held back and why, with every evaluation's sco
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -82,6 +82,19 @@ def apply_gate(records: Sequence[R], evals: Sequence[EvalRecord],
     if table:
         lines += ["", *table]
     return marked, "\n".join(lines) + "\n"
+
+
+def run_gate(paths: Sequence[Path], root: Path | None = None
+             ) -> Callable[[Sequence[R]], tuple[list[R], str]] | None:
+    """For a run's own report (`infermatrix sweep`): the gate over the evals under ``paths``,
+    or None when the run holds none (a sweep without an eval policy reports as measured)."""
+    from .history import collect_evals
+
+    evals = collect_evals(paths).records
+    if not evals:
+        return None
+    accuracy = current_accuracy(root)
+    return lambda records: apply_gate(records, evals, accuracy)
 
 
 def collect_note(paths: Sequence[Path], records: Sequence[R],

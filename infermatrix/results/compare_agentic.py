@@ -59,7 +59,9 @@ def agentic_regressions(rows: Iterable[AgenticRow], threshold: float) -> list[Ag
 
 
 def _fmt(v: float | None) -> str:
-    return "–" if v is None else f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
+    if v is None:
+        return "–"
+    return f"{v:,}" if isinstance(v, int) else f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
 
 
 def _cell(row: AgenticRow, figure: str) -> str:

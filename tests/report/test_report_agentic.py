@@ -285,8 +285,10 @@ def test_report_cli_adds_the_agentic_tab(tmp_path: Path) -> None:
     assert (site / "agentic.html").read_text().count('<table class="data agentic">') == 2
     summary = (site / "summary.md").read_text()
     assert "### Agentic capacity" in summary
-    assert f"| {V4}/b300-trtllm-nvfp4-1ctx-1gen | 16 | 180 | 11.3 | 44 | 2.75 |" in summary
-    assert f"| {V4}/mi355x-sglang-fp8-tp8 | 8 | ≥ 64 | 8 | 12 | 1.5 |" in summary
+    assert "| recipe | GPUs | SLO20 agents | SLO20 /GPU | SLO20 /MW | SLO20 /$·h | SLO60 agents" in summary
+    assert (f"| {V4}/b300-trtllm-nvfp4-1ctx-1gen | 16 | 180 | 11.3 | 12,857 | 1.41 | 44 | 2.75 | "
+            "3,143 | 0.34 |") in summary
+    assert f"| {V4}/mi355x-sglang-fp8-tp8 | 8 | ≥ 64 | 8 | – | 1.6 | 12 | 1.5 | – | 0.3 |" in summary
     # --run names a search run: only its records (and no bench level)
     res = cli("report", str(store), "-o", str(tmp_path / "old"), "--no-plots", "--run", OLD)
     assert res.returncode == 0, res.stderr
