@@ -76,13 +76,19 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# each record table's key columns (its primary key, and the order rows are read in)
+_KEYS: dict[str, tuple[str, ...]] = {
+    "records": ("run_id", "job_id", "concurrency"),
+    "agentic": ("run_id", "recipe", "workload", "tier"),
+    "evals": ("run_id", "job_id", "task", "concurrency"),
+}
 _COLUMNS = ("run_id", "job_id", "concurrency", "recipe", "model", "hardware", "engine", "precision",
             "workload", "runner", "fingerprint", "status", "started_at", "finished_at",
             "output_tput_per_gpu", "interactivity")
 
 
 EvalKey = tuple[str, str, str, int]  # run, job, task, concurrency
-E = TypeVar("E", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 
 
 class EvalRow(Protocol):
@@ -222,10 +228,9 @@ class Store:
             raise
         return SaveCounts(added, updated, len(records) - added - updated)
 
-    def _upsert(self, table: str, key: Sequence[str], items: Sequence[tuple[tuple, str, tuple]]
-                ) -> SaveCounts:
-        """Upsert ``(key, body, row)`` items into ``table`` (key and body columns compared)."""
-        stored = self._existing(table, {k[0] for k, _, _ in items}, key)
+    def _upsert(self, table: str, items: Sequence[tuple[tuple, str, tuple]]) -> SaveCounts:
+        """Upsert ``(key, body, row)`` items into ``table`` (the stored body compared)."""
+        stored = self._existing(table, {k[0] for k, _, _ in items}, _KEYS[table])
         changed = [(k, row) for k, body, row in items if stored.get(k) != body]
         added = sum(k not in stored for k, _ in changed)
         if changed:
@@ -239,7 +244,7 @@ class Store:
         for r in records:
             body = r.model_dump_json()
             items.append((r.key, body, (*r.key, r.passing_concurrency, body)))
-        return self._upsert("agentic", ("run_id", "recipe", "workload", "tier"), items)
+        return self._upsert("agentic", items)
 
     def save_evals(self, records: Sequence[EvalRow],
                    raw: Mapping[EvalKey, bytes] | None = None) -> SaveCounts:
@@ -250,13 +255,13 @@ class Store:
             blob = zlib.compress(raw[r.key], 6) if raw and r.key in raw else None
             items.append((r.key, body, (*r.key, r.recipe, r.model, r.status, r.score,
                                         r.finished_at, body, blob)))
-        return self._upsert("evals", ("run_id", "job_id", "task", "concurrency"), items)
+        return self._upsert("evals", items)
 
     # ------------------------------------------------------------ reading
 
     def count(self, table: str = "records") -> int:
         """Rows of ``table``: records (throughput levels), agentic or evals."""
-        if table not in ("records", "agentic", "evals"):
+        if table not in _KEYS:
             raise ValueError(f"no record table {table!r}")
         return int(self.con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
@@ -271,11 +276,15 @@ class Store:
         wanted = list(dict.fromkeys(runs))
         return f" WHERE run_id IN ({', '.join('?' * len(wanted))})", wanted
 
+    def _bodies(self, table: str, model: type[M], runs: Iterable[str] | None) -> list[M]:
+        """The ``body`` of every row of ``table`` (or of ``runs``) as ``model``, in key order."""
+        where, args = self._where(runs)
+        query = f"SELECT body FROM {table}{where} ORDER BY {', '.join(_KEYS[table])}"
+        return [model.model_validate_json(body) for (body,) in self.con.execute(query, args)]
+
     def records(self, runs: Iterable[str] | None = None) -> list[Record]:
         """Every record (or those of ``runs``), by run, job and concurrency."""
-        where, args = self._where(runs)
-        query = f"SELECT body FROM records{where} ORDER BY run_id, job_id, concurrency"
-        return [Record.model_validate_json(body) for (body,) in self.con.execute(query, args)]
+        return self._bodies("records", Record, runs)
 
     def raw(self, key: Key) -> bytes | None:
         row = self.con.execute("SELECT body FROM raw WHERE run_id = ? AND job_id = ? AND "
@@ -284,15 +293,11 @@ class Store:
 
     def agentic(self, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
         """Every agentic capacity record (or those of ``runs``)."""
-        where, args = self._where(runs)
-        query = f"SELECT body FROM agentic{where} ORDER BY run_id, recipe, workload, tier"
-        return [AgenticRecord.model_validate_json(b) for (b,) in self.con.execute(query, args)]
+        return self._bodies("agentic", AgenticRecord, runs)
 
-    def evals(self, model: type[E], runs: Iterable[str] | None = None) -> list[E]:
+    def evals(self, model: type[M], runs: Iterable[str] | None = None) -> list[M]:
         """Every eval record (or those of ``runs``), parsed as ``model`` (evals' EvalRecord)."""
-        where, args = self._where(runs)
-        query = f"SELECT body FROM evals{where} ORDER BY run_id, job_id, task, concurrency"
-        return [model.model_validate_json(b) for (b,) in self.con.execute(query, args)]
+        return self._bodies("evals", model, runs)
 
     def eval_raw(self, key: EvalKey) -> bytes | None:
         """The eval document as it was read from disk (None when it was not kept)."""
