@@ -104,11 +104,9 @@ def _collect(args: argparse.Namespace) -> int:
     stored: dict[str, str] = {}
     if args.store is not None:
         with Store(args.store) as db:
-            counts = db.save_evals(evals.records, evals.raw)
-        stored["evals"] = f"{counts.added} added, {counts.updated} updated, {counts.unchanged} unchanged"
+            stored["evals"] = db.save_evals(evals.records, evals.raw).text()
         if result.agentic_stored is not None:
-            c = result.agentic_stored
-            stored["agentic"] = f"{c.added} added, {c.updated} updated, {c.unchanged} unchanged"
+            stored["agentic"] = result.agentic_stored.text()
     marked, note = collect_note(args.paths, result.records, evals.records)
     if args.jsonl:
         write_records_jsonl(marked, args.jsonl)

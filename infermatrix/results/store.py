@@ -125,6 +125,9 @@ class SaveCounts:
     updated: int = 0
     unchanged: int = 0
 
+    def text(self) -> str:
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged"
+
 
 class Store:
     """``with Store(path) as db:`` — created and migrated to the current schema on open."""
