@@ -76,7 +76,8 @@ def evals_from(paths: Sequence[Path], runs: set[str] | None = None) -> list[Eval
 
 def collect_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="infermatrix collect", description="Normalise raw level results into records "
-                "and the history store (docs/results.md).")
+                "and keep them, the capacity results of capacity documents and the eval records "
+                "in the history store (docs/results.md).")
     p.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="run directories or files")
     p.add_argument("--store", type=Path, help="history store (SQLite) to add the records to")
     p.add_argument("--jsonl", type=Path, help="write the records as JSONL here")
