@@ -177,11 +177,11 @@ class Store:
 
     # ------------------------------------------------------------ writing
 
-    def _existing(self, table: str, runs: Iterable[str], key: Sequence[str] = (
-            "run_id", "job_id", "concurrency"), body: str = "body") -> dict[tuple, bytes | str]:
-        """Key → the stored ``body`` column of ``table``'s rows of ``runs``."""
+    def _existing(self, table: str, runs: Iterable[str], key: Sequence[str] = _KEYS["records"]
+                  ) -> dict[tuple, bytes | str]:
+        """Key → the stored ``body`` of ``table``'s rows of ``runs``."""
         out: dict[tuple, bytes | str] = {}
-        query = f"SELECT {', '.join(key)}, {body} FROM {table} WHERE run_id = ?"
+        query = f"SELECT {', '.join(key)}, body FROM {table} WHERE run_id = ?"
         for run in runs:
             for *k, value in self.con.execute(query, (run,)):
                 out[tuple(k)] = value
