@@ -75,6 +75,40 @@ def test_importing_a_package_loads_only_what_it_may(package: str) -> None:
     assert loaded <= allowed, f"infermatrix.{package} loads {sorted(loaded - allowed)}"
 
 
+def test_subcommands_live_in_the_cli_layer_or_within_their_package() -> None:
+    """A subcommand that joins packages lives in commands/; one a package keeps as its own
+    entry point loads nothing its package may not."""
+    from infermatrix.cli import OWN, PASSTHROUGH
+
+    modules = {entry[0] for entry in (*PASSTHROUGH.values(), *OWN.values())}
+    code = f"""
+import importlib, json, sys
+out = {{}}
+for name in {sorted(modules)!r}:
+    before = set(sys.modules)
+    importlib.import_module(name)
+    out[name] = sorted({{n.split(".")[1] for n in set(sys.modules) - before
+                        if n.startswith("infermatrix.") and n.count(".") >= 1}})
+    for n in set(sys.modules) - before:
+        if n.startswith("infermatrix."):
+            del sys.modules[n]
+print(json.dumps(out))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=240, check=False, cwd=SRC.parent)
+    assert res.returncode == 0, res.stderr
+    wrong = {}
+    for module, loaded in json.loads(res.stdout.splitlines()[-1]).items():
+        owner = module.split(".")[1]
+        if owner in CLI_LAYER:
+            continue
+        allowed = MAY_IMPORT[owner] | BASE | {owner}
+        if set(loaded) - allowed:
+            wrong[module] = sorted(set(loaded) - allowed)
+    assert wrong == {}
+    assert {"infermatrix.commands.results", "infermatrix.commands.catalog"} <= modules
+
+
 def test_the_simulator_knows_no_client() -> None:
     """Loading the catalog, building a simulated engine from a recipe and its HTTP app, as
     `infermatrix sim` does, loads no part of the client."""
