@@ -246,7 +246,8 @@ def _embedded(index: Path) -> dict:
 
 
 def history(root: Path) -> Path:
-    """A store with two bench runs of DeepSeek R1 and the capacity searches above."""
+    """A store with two bench runs of DeepSeek R1 and the capacity searches above, collected
+    from run folders (each search's document in its capacity job's folder)."""
     store = root / "history.sqlite"
     for run in ("20261120T011700Z-aaaaaa", "20261122T011700Z-cccccc"):
         for job in (
@@ -255,8 +256,13 @@ def history(root: Path) -> Path:
         ):
             write_job(root / "runs" / run, job)
         collect([root / "runs" / run], store=store)
+    for c in [EARLIER, *LATEST]:
+        job_dir = root / "searches" / c["run"] / "jobs" / c["recipe"].replace("/", ".")
+        job_dir.mkdir(parents=True)
+        (job_dir / "capacity.json").write_text(json.dumps(document(c)))
+    collect([root / "searches"], store=store)
     with Store(store) as db:
-        agentic.save(db, records())
+        assert db.agentic() == sorted(records(), key=lambda r: r.key)
     return store
 
 
@@ -410,9 +416,10 @@ HEADLINE = (
 def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
     store = history(tmp_path)
     with Store(store) as db:
-        bench, raw, searches = db.records(), db.raw_all(), agentic.load(db)
-    site = tmp_path / "site"
-    build_report(bench, site, raw=raw, title="agentic browser test", plots=False, agentic=searches)
+        bench, raw = db.records(), db.raw_all()
+    site = tmp_path / "site"  # the dashboard as `report` writes it from the store
+    res = cli("report", str(store), "-o", str(site), "--no-plots", "--title", "agentic browser test")
+    assert res.returncode == 0, res.stderr
     plain = tmp_path / "plain"
     build_report(bench, plain, raw=raw, plots=False)
 
