@@ -66,6 +66,7 @@ def split_engine_flags(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..evals.publish import run_gate
     from ..report import build_run_report
 
     t0 = time.perf_counter()
@@ -109,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
         ledger.close()
         _stage("collect")  # build_run_report normalises the raw results into records (collect)
         _stage("report")  # ... and draws the plots and the dashboard from them (report)
-        outputs = build_run_report(run_dir)
+        outputs = build_run_report(run_dir, gate=run_gate([run_dir], args.root))  # evals, if any
     except (Interrupted, KeyboardInterrupt) as exc:  # SIGTERM/SIGHUP/SIGINT: torn down already
         ledger.interrupted(current, str(exc) or "SIGINT")
         print(f"interrupted ({exc or 'SIGINT'}): servers stopped, job states in {ledger.path}; "
