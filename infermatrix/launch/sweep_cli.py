@@ -65,6 +65,14 @@ def split_engine_flags(args: argparse.Namespace) -> None:
         args.engine_mode = "sim"
 
 
+def resume_engine(args: argparse.Namespace, engine: object) -> None:
+    """A resumed sweep runs on what the run started on (run.json's engine), not the default."""
+    if engine == "virtual":
+        args.virtual, args.engine_mode = True, "sim"
+    elif engine in ENGINE_MODES:
+        args.engine_mode = engine
+
+
 def main(args: argparse.Namespace) -> int:
     from ..evals.publish import run_gate
     from ..report import build_run_report
@@ -79,6 +87,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume:  # the jobs planned then, with their states (run.json), not a new plan
         ledger, jobs = RunLedger.reopen(run_dir)
         sweep = ledger.doc.get("sweep")
+        resume_engine(args, ledger.doc.get("engine"))
     else:
         sweep = resolve_sweep(cat, args.sweep)
         jobs = plan_sweep(cat, sweep, filters_from(args))
