@@ -21,7 +21,8 @@ from .records import RequestRecord
 from .sse import SSEParser, Stamped
 
 _ERROR_BODY_LIMIT = 2000
-DRAIN_BYTES = 32 << 10  # parse a stream's pending pieces at least this often (~200 events)
+DRAIN_PIECES = 8  # parse a stream's pending pieces in batches of this many reads
+DRAIN_BYTES = 64 << 10  # ... and at once when this much body is pending
 EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
 RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
 COUNT_LIMIT = 2**53  # a usage count beyond this (no float holds it exactly) is not believable
@@ -42,15 +43,18 @@ class _Exchange:
     """Routes one response's body: SSE pieces into the record, or a small body to keep.
 
     The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
-    in bulk (:meth:`_drain`): when the answer has ended (a piece ending in ``data: [DONE]``
-    resolves the request at once, the parse follows in its task), when a piece may hold an
-    error event or an unusual ``[DONE]``, and whenever ``DRAIN_BYTES`` are pending (memory stays
-    small on long answers)."""
+    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces, scheduled after the reads the loop
+    has already taken in (so it never delays their stamps, and no backlog is left for the end of
+    the answer, when the next wave of requests is starting); when the answer has ended (a piece
+    ending in ``data: [DONE]`` resolves the request at once, the rest is parsed in its task);
+    at once when a piece may hold an error event or an unusual ``[DONE]``, or ``DRAIN_BYTES``
+    are pending (memory stays small whatever the pieces)."""
 
     __slots__ = (
         "body",
         "done_early",
         "drain_at",
+        "drain_soon",
         "ended",
         "parser",
         "pending",
@@ -73,6 +77,7 @@ class _Exchange:
         self.drain_at = DRAIN_BYTES
         self.ended = False  # [DONE] or a failure: later bytes are not read
         self.done_early = False  # ended by a piece ending in "data: [DONE]", not parsed yet
+        self.drain_soon = False  # a drain is scheduled after the loop's current reads
 
     def sink_for(self, resp: Response) -> BodySink:
         self.resp = resp
@@ -102,11 +107,25 @@ class _Exchange:
                 self._drain_now()
         elif self.pending > self.drain_at or b'"error"' in data:
             self._drain_now()
+        elif len(pieces) >= DRAIN_PIECES and not self.drain_soon:
+            self.drain_soon = True
+            asyncio.get_running_loop().call_soon(self._drain_later)
 
     def _drain_now(self) -> None:
         self._drain()
         if self.rec.done_seen:
             self.resp.finish_early(close=False)  # type: ignore[union-attr]
+
+    def _drain_later(self) -> None:
+        self.drain_soon = False
+        resp = self.resp
+        if self.ended or resp is None or resp.done.done():
+            return  # finished meanwhile: finish() parses what is left
+        try:
+            self._drain_now()
+        except HTTPError as e:
+            resp.fail(e)
+            resp.conn.close()
 
     def _drain(self) -> None:
         """Parse every pending piece; raises HTTPError when the stream is unusable."""
