@@ -56,7 +56,7 @@ def test_our_result_is_read_by_inferencemax_style_postprocessing(
     data = json.loads(path.read_text())
     assert "request_goodput" in data and "request_goodput:" not in data
     assert data["schema_version"] == SCHEMA_VERSION and data["client_version"]
-    assert data["failed"] == 0 and data["errors"] == {}
+    assert data["failed"] == 0 and data["error_counts"] == {}
     assert data["settings"]["max_concurrency"] == 2 and data["gpu"] == "fake"
 
 
@@ -74,5 +74,5 @@ def test_detailed_fields(serve: Any, make_cfg: Any) -> None:
     srv = serve(fail_every=3)
     r = run_benchmark_sync(make_cfg(srv, num_prompts=6, save_detailed=True))
     assert len(r["ttfts"]) == len(r["input_lens"]) == len(r["itls"]) == 6
-    assert sum(1 for e in r["request_errors"] if e) == r["failed"] == 2
-    assert all(x is None for x, e in zip(r["ttfts"], r["request_errors"], strict=True) if e)
+    assert sum(1 for e in r["errors"] if e) == r["failed"] == 2
+    assert all(x is None for x, e in zip(r["ttfts"], r["errors"], strict=True) if e)
