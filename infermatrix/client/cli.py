@@ -76,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--tokenizer-mode",
-        choices=TOKENIZER_MODES,
-        help="auto/hf/fast (default: auto): the fast tokenizer; slow is accepted and also "
-        "uses it (vLLM's mistral and custom modes are not supported)",
+        metavar="MODE",
+        help=f"{'/'.join(TOKENIZER_MODES)} (default: auto): the fast (tokenizers) tokenizer; "
+        "slow is accepted and also uses it (vLLM's mistral and custom modes are not supported)",
     )
     g.add_argument(
         "--trust-remote-code",

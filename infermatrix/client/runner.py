@@ -95,6 +95,9 @@ async def execute(cfg: BenchConfig) -> RunOutcome:
         model = await resolve_model(client, cfg)
         tok = known or run_tokenizer(cfg, model)
         specs = specs or build_requests(cfg, tok)
+        if cfg.headers:  # --header: on every request, under a request's own (e.g. affinity)
+            for s in specs:
+                s.headers = {**cfg.headers, **(s.headers or {})}
         prepared = [Prepared(s, build_body(cfg, model, s)) for s in specs]
         await probe(client, cfg, model, specs[0])
         warmup_failed = await warmup(client, cfg, prepared)

@@ -78,9 +78,12 @@ def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
     wl = cat.workloads[job.workload]
     return BenchConfig(
         backend="openai-chat" if wl.endpoint == "chat" else "vllm",
-        base_url=base_url, model=model, tokenizer=tokenizer,
+        # the served model is often no tokenizer name: its local tokenizer, else words
+        base_url=base_url, model=model, tokenizer=tokenizer or "words",
         dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
-        random_range_ratio=wl.range_ratio, num_prompts=wl.num_prompts(conc),
+        # workloads draw lengths in [range_ratio × L, L] (InferenceMAX's benchmark_serving.py)
+        random_range_ratio=wl.range_ratio, range_ratio_style="sglang",
+        num_prompts=wl.num_prompts(conc),
         num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
         max_error_rate=wl.max_error_rate, seed=conc, disable_tqdm=True,
         percentile_metrics=["ttft", "tpot", "itl", "e2el"], metric_percentiles=[50, 90, 99],
