@@ -106,8 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("workload")
     g.add_argument(
         "--dataset-name",
-        choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace"],
-        help="default: random",
+        choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace", *DATASET_ALIASES],
+        help="default: random (SGLang's names: generated-shared-prefix = shared-prefix, "
+        "mooncake = trace)",
     )
     g.add_argument(
         "--dataset-path",
@@ -184,9 +185,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="shared_prefix_questions",
         help=f"shared-prefix: questions per group (default: {_default('shared_prefix_questions')})",
     )
-    g.add_argument("--trace-block-size", type=int, help="trace: tokens per hash id (default: 512)")
     g.add_argument(
-        "--trace-time-scale", type=float, help="trace: multiply timestamps (default: 1.0)"
+        "--gsp-question-len",
+        type=int,
+        dest="random_input_len",
+        help="shared-prefix: question tokens (SGLang's name for --random-input-len here)",
+    )
+    g.add_argument(
+        "--gsp-output-len",
+        type=int,
+        dest="random_output_len",
+        help="shared-prefix: output tokens (SGLang's name for --random-output-len here)",
+    )
+    g.add_argument(
+        "--trace-block-size",
+        "--timed-trace-chunk-hash-size",
+        dest="trace_block_size",
+        type=int,
+        help="trace: tokens per hash id (default: 512)",
+    )
+    g.add_argument(
+        "--trace-time-scale",
+        "--mooncake-slowdown-factor",
+        dest="trace_time_scale",
+        type=float,
+        help="trace: multiply timestamps, 2 = twice as slow (default: 1.0)",
     )
     g.add_argument(
         "--ignore-eos",
@@ -352,6 +375,10 @@ def _session_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# SGLang's dataset names for ours
+DATASET_ALIASES = {"generated-shared-prefix": "shared-prefix", "mooncake": "trace"}
+
+
 def _session_options(v: dict[str, Any]) -> dict[str, Any] | None:
     """The --session-* flags given, as SessionOptions fields (None: no flag given)."""
     opts: dict[str, Any] = {}
@@ -424,6 +451,8 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
     for k in simple:
         if v.get(k) is not None:
             kw[k] = v[k]
+    if kw.get("dataset_name") in DATASET_ALIASES:
+        kw["dataset_name"] = DATASET_ALIASES[kw["dataset_name"]]
     timeouts = {
         k: v.get(f)
         for k, f in (

@@ -31,7 +31,8 @@ COMPLETION_BACKENDS = frozenset({"vllm", "trtllm", "openai", "sglang-oai"})
 NATIVE_BACKENDS = frozenset({"sglang", "sglang-native"})
 # Whose --random-range-ratio a backend follows (BenchConfig.length_range)
 SGLANG_BACKENDS = frozenset({"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat"})
-TOKENIZER_MODES = ("auto", "hf", "fast", "slow")
+# deepseek_v4: InferenceX loads DeepSeek-V4's tokenizer through vLLM; its tokenizer.json is the same
+TOKENIZER_MODES = ("auto", "hf", "fast", "slow", "deepseek_v4")
 
 
 class Timeouts(BaseModel):
