@@ -639,3 +639,50 @@ def format_summary(r: dict[str, Any]) -> str:
     lines.append(f"{'Slot wait mean (ms):':<42}{num(r['slot_wait']['mean_ms'])}")
     lines.append("=" * 60)
     return "\n".join(lines)
+
+
+# field -> flag, in the order a command line lists them (config_argv)
+ARGV_ORDER = (
+    ("backend", "--backend"),
+    ("base_url", "--base-url"),
+    ("model", "--model"),
+    ("tokenizer", "--tokenizer"),
+    ("dataset_name", "--dataset-name"),
+    ("dataset_path", "--dataset-path"),
+    ("random_input_len", "--random-input-len"),
+    ("random_output_len", "--random-output-len"),
+    ("random_range_ratio", "--random-range-ratio"),
+    ("range_ratio_style", "--range-ratio-style"),
+    ("use_chat_template", "--use-chat-template"),
+    ("num_prompts", "--num-prompts"),
+    ("num_warmups", "--num-warmups"),
+    ("max_concurrency", "--max-concurrency"),
+    ("request_rate", "--request-rate"),
+    ("ignore_eos", "--ignore-eos"),
+    ("seed", "--seed"),
+    ("percentile_metrics", "--percentile-metrics"),
+    ("metric_percentiles", "--metric-percentiles"),
+    ("max_error_rate", "--max-error-rate"),
+    ("disable_tqdm", "--disable-tqdm"),
+)
+
+
+def config_argv(cfg: BenchConfig) -> list[str]:
+    """The `infermatrix bench` arguments that give ``cfg`` back (the fields a benchmark level
+    sets; a default is left out, but the backend, dataset and lengths are always named)."""
+    default = BenchConfig(backend=cfg.backend, tokenizer="words")
+    always = {"backend", "dataset_name", "random_input_len", "random_output_len"}
+    out: list[str] = []
+    for name, flag in ARGV_ORDER:
+        value = getattr(cfg, name)
+        if value == getattr(default, name) and name not in always:
+            continue
+        if isinstance(value, bool):
+            out.append(flag if value else "--disable-ignore-eos")  # only ignore_eos defaults on
+        elif isinstance(value, list):
+            out += [flag, ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)]
+        elif isinstance(value, float):
+            out += [flag, f"{value:g}"]
+        elif value is not None:
+            out += [flag, str(value)]
+    return out

@@ -13,6 +13,7 @@ from typing import Any
 from ..catalog.loader import Catalog
 from ..catalog.schema import Recipe
 from ..engines import Deployment, Process, docker_argv, join, quote, render, srun_argv
+from .bench_commands import recipe_benchmarks
 
 SCHEMA_VERSION = 1
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -85,6 +86,7 @@ def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment) -> dict[
                        "path": dep.front_door.path},
         "canary": {"path": dep.canary.path, "body": dep.canary.body},
         "processes": [process_data(p) for p in dep.processes],
+        "benchmarks": recipe_benchmarks(cat, rid, dep),
     }
 
 
@@ -187,6 +189,23 @@ def _entry_section(e: dict[str, Any]) -> list[str]:
     shown: set[tuple[str, str]] = set()
     for p in e["processes"]:
         out += _process_section(p, shown)
+    for b in e.get("benchmarks", []):
+        out += _benchmark_section(b)
+    return out
+
+
+SEED_CLIENTS = {"sglang.bench_serving": "SGLang's bench_serving, as the source ran it",
+                "benchmark_serving.py": "InferenceMAX's benchmark_serving.py, as its README runs it"}
+
+
+def _benchmark_section(b: dict[str, Any]) -> list[str]:
+    sweeps = ", ".join(f"`{s}`" for s in b["sweeps"])
+    levels = ", ".join(map(str, b["concurrency"]))
+    out = [f"**Benchmark** — workload `{b['workload']}` at concurrency {levels} "
+           f"(sweep {sweeps}):", "", "```bash", *map(wrap, b["ours"]), "```", ""]
+    if b["seed"]:
+        out += [f"With {SEED_CLIENTS[b['seed_client']]}:", "", "```bash", *map(wrap, b["seed"]),
+                "```", ""]
     return out
 
 
