@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model", help="model name to request (default: the first one /v1/models lists)"
     )
     g.add_argument(
+        "--served-model-name",
+        help="the model name requests carry when it is not --model (e.g. --model PATH for the "
+        "tokenizer, --served-model-name NAME for the server)",
+    )
+    g.add_argument(
         "--tokenizer",
         help="directory holding tokenizer.json (and tokenizer_config.json), the file itself, "
         "or a hub id; default: the model's own, --model (or the served model) like vLLM and "
@@ -413,6 +418,7 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
         "port",
         "endpoint",
         "model",
+        "served_model_name",
         "tokenizer",
         "tokenizer_mode",
         "trust_remote_code",

@@ -55,6 +55,7 @@ class BenchConfig(BaseModel):
     port: int = Field(8000, ge=1, le=65535)
     endpoint: str | None = None  # None: /v1/completions or /v1/chat/completions by backend
     model: str | None = None  # None: the first model the server lists
+    served_model_name: str | None = None  # the name in requests when not --model (vLLM's)
     # None: the model's own (--model, or the served model) like vLLM and SGLang; "words": one
     # word = one token (docs/metrics.md), only on request
     tokenizer: str | None = None

@@ -51,7 +51,8 @@ def build_result(
         "timestamp_utc": now.isoformat(timespec="seconds"),
         "backend": cfg.backend,
         "endpoint": cfg.url,
-        "model_id": model_id,
+        # vLLM's: --model, also when requests carry --served-model-name
+        "model_id": cfg.model if cfg.served_model_name and cfg.model else model_id,
         "tokenizer_id": tokenizer_id,
         "dataset_name": cfg.dataset_name,
         # requests actually measured (shared-prefix and trace decide their own count)

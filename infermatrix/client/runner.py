@@ -181,15 +181,16 @@ async def resolve_model(client: HTTPClient, cfg: BenchConfig) -> str:
     ids: list[str] = []
     if status == 200 and isinstance(payload, dict) and isinstance(payload.get("data"), list):
         ids = [str(m.get("id")) for m in payload["data"] if isinstance(m, dict) and m.get("id")]
-    if cfg.model is None:
+    wanted = cfg.served_model_name or cfg.model  # the name requests carry
+    if wanted is None:
         if not ids:
             raise ClientInputError(f"--model is required: {url} lists no models (HTTP {status})")
         return ids[0]
-    if ids and cfg.model not in ids:
+    if ids and wanted not in ids:
         raise ClientInputError(
-            f"model {cfg.model!r} is not served at {cfg.root_url} (it serves: {', '.join(ids)})"
+            f"model {wanted!r} is not served at {cfg.root_url} (it serves: {', '.join(ids)})"
         )
-    return cfg.model
+    return wanted
 
 
 async def probe(client: HTTPClient, cfg: BenchConfig, model: str, spec: RequestSpec) -> None:

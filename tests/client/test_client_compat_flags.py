@@ -83,6 +83,19 @@ def test_tokenizer_defaults_to_the_model(
     assert "defaults to the model" in err and "--tokenizer words" in err
 
 
+def test_served_model_name_apart_from_the_tokenizers_model(
+    serve: Any, hf_tokenizer_dir: Path, tmp_path: Path
+) -> None:
+    srv = serve()
+    argv = ["--base-url", srv.base_url, "--model", str(hf_tokenizer_dir), "--served-model-name",
+            "fake-model", "--num-prompts", "2", "--random-input-len", "9",
+            "--result-filename", str(tmp_path / "r.json")]  # fmt: skip
+    assert run(*argv) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert {b["model"] for b in srv.requests} == {"fake-model"}
+    assert result["tokenizer_id"] == result["model_id"] == str(hf_tokenizer_dir)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

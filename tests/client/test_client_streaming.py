@@ -71,7 +71,7 @@ def test_usage_disagreeing_with_text_is_flagged(serve: Any, make_cfg: Any) -> No
     r = run(serve, make_cfg, {"usage_offset": 10})
     assert r["output_token_mismatch"] == N
     assert r["total_output_tokens"] == N * (OUT + 10)  # usage is still the source
-    assert "disagree" in r["notes"][0]
+    assert any("disagree" in note for note in r["notes"])
 
 
 def test_several_tokens_per_event(serve: Any, make_cfg: Any) -> None:
