@@ -84,10 +84,15 @@ def decode_chunk(obj: Any) -> Chunk:
             text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(text, str):
             c.text = text
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        c.completion_tokens = _int_or_none(usage.get("completion_tokens"))
-        c.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
+    return _counts(c, obj.get("usage"))
+
+
+def _counts(c: Chunk, counts: Any) -> Chunk:
+    """Token counts from a usage block or SGLang's meta_info (the same two names)."""
+    if isinstance(counts, dict):
+        c.completion_tokens = _int_or_none(counts.get("completion_tokens"))
+        c.prompt_tokens = _int_or_none(counts.get("prompt_tokens"))
+        c.id = c.id or counts.get("id")
     return c
 
 
@@ -97,12 +102,7 @@ def _native_chunk(obj: dict[str, Any], c: Chunk) -> Chunk:
     text = obj.get("text")
     if isinstance(text, str):
         c.text = text
-    meta = obj.get("meta_info")
-    if isinstance(meta, dict):
-        c.completion_tokens = _int_or_none(meta.get("completion_tokens"))
-        c.prompt_tokens = _int_or_none(meta.get("prompt_tokens"))
-        c.id = c.id or meta.get("id")
-    return c
+    return _counts(c, obj.get("meta_info"))
 
 
 def decode_full_response(obj: Any) -> Chunk:

@@ -219,7 +219,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         "and every config file it reads, rendered by `infermatrix.engines` from the recipe. "
         "`${NAME}` is a placeholder to bind before launch: `MODEL`, `PORT` and `CONC` at run time, "
         "`NODE_i` = the i-th node of the allocation (SLURM_JOB_NODELIST order); the rest are "
-        "recipe parameters. Config files are written to the working directory.",
+        "recipe parameters. Config files are written to the working directory. Under each "
+        "configuration, **Benchmark** gives the client command of every workload its sweeps run "
+        "(`infermatrix bench` exactly as `infermatrix run` measures each level, a loop over "
+        "`CONC`), and the source's own client command where it publishes one.",
         "",
         f"Showing {_plural(data['count'], 'configuration')}",
         "",
