@@ -507,7 +507,7 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
     )
     details = per_request_details(measured, tok) if cfg.save_detailed else None
     result = build_result(
-        cfg,
+        cfg.model_copy(update={"max_concurrency": plan.agents}),  # the agents: never unset
         out.model,
         tok.name,
         metrics,

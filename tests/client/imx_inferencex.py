@@ -29,20 +29,43 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-BASE_ENV = ("RUNNER_TYPE", "FRAMEWORK", "PRECISION", "SPEC_DECODING", "RESULT_FILENAME", "ISL",
-            "OSL", "DISAGG", "MODEL_PREFIX", "IMAGE")
+BASE_ENV = (
+    "RUNNER_TYPE",
+    "FRAMEWORK",
+    "PRECISION",
+    "SPEC_DECODING",
+    "RESULT_FILENAME",
+    "ISL",
+    "OSL",
+    "DISAGG",
+    "MODEL_PREFIX",
+    "IMAGE",
+)
 SINGLE_NODE_ENV = ("TP", "EP_SIZE", "DP_ATTENTION")
 MAX_SAMPLE_GAP_S = 3.0
 
 
 def workflow_env(result_filename: str, isl: int, osl: int, tp: int = 8) -> dict[str, str]:
     """The variables benchmark-tmpl.yml gives its "Process result" step (single node)."""
-    return {"RUNNER_TYPE": "h200", "FRAMEWORK": "vllm", "PRECISION": "fp8",
-            "SPEC_DECODING": "none", "RESULT_FILENAME": result_filename, "ISL": str(isl),
-            "OSL": str(osl), "DISAGG": "false", "MODEL_PREFIX": "llama70b",
-            "IMAGE": "vllm/vllm-openai:latest", "TP": str(tp), "EP_SIZE": "1",
-            "DP_ATTENTION": "false", "PP_SIZE": "1", "DCP_SIZE": "1", "PCP_SIZE": "1",
-            "RANDOM_RANGE_RATIO": "0.8"}
+    return {
+        "RUNNER_TYPE": "h200",
+        "FRAMEWORK": "vllm",
+        "PRECISION": "fp8",
+        "SPEC_DECODING": "none",
+        "RESULT_FILENAME": result_filename,
+        "ISL": str(isl),
+        "OSL": str(osl),
+        "DISAGG": "false",
+        "MODEL_PREFIX": "llama70b",
+        "IMAGE": "vllm/vllm-openai:latest",
+        "TP": str(tp),
+        "EP_SIZE": "1",
+        "DP_ATTENTION": "false",
+        "PP_SIZE": "1",
+        "DCP_SIZE": "1",
+        "PCP_SIZE": "1",
+        "RANDOM_RANGE_RATIO": "0.8",
+    }
 
 
 def process_result(env: Mapping[str, str], workdir: Path) -> dict[str, Any]:
@@ -57,11 +80,19 @@ def process_result(env: Mapping[str, str], workdir: Path) -> dict[str, Any]:
     gpus = int(env["TP"]) * int(env.get("PP_SIZE", "1")) * int(env.get("PCP_SIZE", "1"))
     total, output = float(bmk["total_token_throughput"]), float(bmk["output_throughput"])
     data: dict[str, Any] = {
-        "hw": env["RUNNER_TYPE"], "conc": int(bmk["max_concurrency"]), "image": env["IMAGE"],
-        "model": bmk["model_id"], "framework": env["FRAMEWORK"], "precision": env["PRECISION"],
-        "isl": int(env["ISL"]), "osl": int(env["OSL"]), "tp": int(env["TP"]),
-        "ep": int(env["EP_SIZE"]), "tput_per_gpu": total / gpus,
-        "output_tput_per_gpu": output / gpus, "input_tput_per_gpu": (total - output) / gpus,
+        "hw": env["RUNNER_TYPE"],
+        "conc": int(bmk["max_concurrency"]),
+        "image": env["IMAGE"],
+        "model": bmk["model_id"],
+        "framework": env["FRAMEWORK"],
+        "precision": env["PRECISION"],
+        "isl": int(env["ISL"]),
+        "osl": int(env["OSL"]),
+        "tp": int(env["TP"]),
+        "ep": int(env["EP_SIZE"]),
+        "tput_per_gpu": total / gpus,
+        "output_tput_per_gpu": output / gpus,
+        "input_tput_per_gpu": (total - output) / gpus,
     }
     for key, value in bmk.items():
         if key.endswith("ms"):
@@ -81,8 +112,9 @@ def _count(v: Any) -> bool:
 
 def benchmark_window(bmk: Mapping[str, Any]) -> tuple[tuple[float, float] | None, list[str]]:
     """The measured window aggregate_power.py integrates over, and its validity reasons."""
-    start, end, duration = (bmk.get(k) for k in ("benchmark_start_time_unix",
-                                                  "benchmark_end_time_unix", "duration"))
+    start, end, duration = (
+        bmk.get(k) for k in ("benchmark_start_time_unix", "benchmark_end_time_unix", "duration")
+    )
     if not all(_number(v) for v in (start, end, duration)):
         return None, ["invalid_benchmark_window"]
     start, end, duration = float(start), float(end), float(duration)  # type: ignore[arg-type]
@@ -91,9 +123,11 @@ def benchmark_window(bmk: Mapping[str, Any]) -> tuple[tuple[float, float] | None
     reasons = []
     if abs(duration - (end - start)) > max(0.5, (end - start) * 0.01):
         reasons.append("benchmark_duration_mismatch")
-    for key, reason in (("completed", "invalid_successful_query_count"),
-                        ("total_input_tokens", "invalid_input_token_count"),
-                        ("total_output_tokens", "invalid_output_token_count")):
+    for key, reason in (
+        ("completed", "invalid_successful_query_count"),
+        ("total_input_tokens", "invalid_input_token_count"),
+        ("total_output_tokens", "invalid_output_token_count"),
+    ):
         if not _count(bmk.get(key)):
             reasons.append(reason)
     return (start, end), reasons
@@ -134,4 +168,3 @@ def power_reasons(csv_path: Path, window: tuple[float, float], gpus: int) -> lis
         elif max(b - a for a, b in zip(times, times[1:], strict=False)) > MAX_SAMPLE_GAP_S:
             reasons.append("sampling_gap_exceeded")
     return sorted(set(reasons))
-

@@ -21,7 +21,9 @@ from imx_inferencex import (
 from infermatrix.client.cli import main
 
 ISL, OSL, CONC = 24, 6, 2
-TEMPLATE = "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+)
 TEMPLATE += "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 
 
