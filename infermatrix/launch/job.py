@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..catalog.bench import workload_config
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
@@ -75,6 +74,8 @@ def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
                  model: str | None = None, tokenizer: str | None = None) -> Any:
     """The client settings of one level: the workload's shape at concurrency ``conc``. The
     served model is often no tokenizer name: its local tokenizer, else words."""
+    from .bench_commands import workload_config  # loads the client: only when measuring
+
     return workload_config(cat.workloads[job.workload], conc, base_url, model,
                            tokenizer or "words")
 

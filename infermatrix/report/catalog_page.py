@@ -8,12 +8,12 @@ data into docs/catalog.md. Both are deterministic (no timestamps) so ``--check``
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import Recipe
 from ..engines import Deployment, Process, docker_argv, join, quote, render, srun_argv
-from .bench_commands import recipe_benchmarks
 
 SCHEMA_VERSION = 1
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -69,7 +69,13 @@ def process_data(proc: Process) -> dict[str, Any]:
     }
 
 
-def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment) -> dict[str, Any]:
+# recipe id, its deployment -> the benchmark commands of its sweeps (launch/bench_commands.py,
+# handed in by the commands layer: report knows no client)
+Benchmarks = Callable[[str, Deployment], list[dict[str, Any]]]
+
+
+def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment,
+               benchmarks: Benchmarks | None = None) -> dict[str, Any]:
     hw = cat.hardware[recipe.hardware]
     return {
         "id": rid, "model": recipe.model, "checkpoint": recipe.checkpoint or cat.models[recipe.model].hf_id,
@@ -86,15 +92,15 @@ def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment) -> dict[
                        "path": dep.front_door.path},
         "canary": {"path": dep.canary.path, "body": dep.canary.body},
         "processes": [process_data(p) for p in dep.processes],
-        "benchmarks": recipe_benchmarks(cat, rid, dep),
+        "benchmarks": benchmarks(rid, dep) if benchmarks else [],
     }
 
 
-def catalog_data(cat: Catalog) -> dict[str, Any]:
+def catalog_data(cat: Catalog, benchmarks: Benchmarks | None = None) -> dict[str, Any]:
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rid in sorted(cat.recipes):
         recipe = cat.recipes[rid]
-        by_model[recipe.model].append(entry_data(cat, rid, recipe, render(cat, rid)))
+        by_model[recipe.model].append(entry_data(cat, rid, recipe, render(cat, rid), benchmarks))
     models = [{"model": m, "display_name": cat.models[m].display_name, "configurations": entries}
               for m, entries in sorted(by_model.items())]
     return {"schema_version": SCHEMA_VERSION, "generated_by": "infermatrix catalog",
@@ -252,7 +258,7 @@ def _anchor(title: str) -> str:
     return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c in "-_")
 
 
-def build(cat: Catalog) -> tuple[dict[str, Any], str]:
+def build(cat: Catalog, benchmarks: Benchmarks | None = None) -> tuple[dict[str, Any], str]:
     """(JSON data, markdown page)."""
-    data = catalog_data(cat)
+    data = catalog_data(cat, benchmarks)
     return data, render_markdown(data)

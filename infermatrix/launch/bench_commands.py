@@ -1,11 +1,14 @@
-"""How each recipe is benchmarked, as commands a reader can paste: ours (`infermatrix bench`
+"""What a level of a workload runs (``workload_config``: the client settings `infermatrix run`
+measures it with), and how each recipe is benchmarked as commands a reader can paste, for
+docs/catalog.md: ours (`infermatrix bench`
 with the settings `infermatrix run` uses for every level of the sweep's workload) and, where
 the source document gives one, its own client's command (SGLang's bench_serving, InferenceMAX's
 benchmark_serving.py), both rendered from the same workload and concurrencies.
 
 Levels are a shell loop over ``CONC``; numbers that scale with it are shell arithmetic, e.g.
-``--num-prompts $(( CONC * 10 ))``. tests/report/test_bench_commands.py evaluates each level and
-checks it parses to exactly the configuration `infermatrix run` measures.
+``--num-prompts $(( CONC * 10 ))``. tests/launch/test_bench_commands.py evaluates each level and
+checks it parses to exactly the configuration `infermatrix run` measures. The commands
+layer hands ``recipe_benchmarks`` to the catalog page (report knows no client).
 """
 
 from __future__ import annotations
@@ -13,13 +16,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..catalog.bench import workload_config
 from ..catalog.loader import Catalog
 from ..catalog.schema import Workload
 from ..catalog.validate import entry_recipes
+from ..client import BenchConfig
+from ..client.cli import config_argv
 from ..engines import Deployment, quote, served_model
 
 CONC = "$CONC"
+
+
+def workload_config(wl: Workload, conc: int, base_url: str | None = None,
+                    model: str | None = None, tokenizer: str | None = None) -> BenchConfig:
+    """A client ``BenchConfig`` for ``wl`` at concurrency ``conc`` (tokenizer None: the model's)."""
+    return BenchConfig(
+        backend="openai-chat" if wl.endpoint == "chat" else "vllm",
+        base_url=base_url, model=model, tokenizer=tokenizer,
+        dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
+        # workloads draw lengths in [range_ratio × L, L] (InferenceMAX's benchmark_serving.py)
+        random_range_ratio=wl.range_ratio, range_ratio_style="sglang",
+        num_prompts=wl.num_prompts(conc),
+        num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
+        max_error_rate=wl.max_error_rate, seed=conc, disable_tqdm=True,
+        percentile_metrics=["ttft", "tpot", "itl", "e2el"], metric_percentiles=[50, 90, 99],
+    )
 
 
 def per_conc(factor: float, minimum: int = 0) -> str | None:
@@ -51,8 +71,6 @@ def ours(cat: Catalog, rid: str, dep: Deployment, wl: Workload,
          concurrency: Sequence[int]) -> list[str]:
     """`infermatrix bench` over the levels (one literal command per level where a count does
     not scale by a whole factor)."""
-    from ..client.cli import config_argv  # the client is an independent package; import late
-
     host, port = _front(dep)
     base_url, model = f"http://{host}:{port}", _model(cat, rid, dep)
     names = set(dep.unbound)

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import partial
 from typing import Any
 
 import pytest
 
-from infermatrix.catalog.bench import workload_config
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.client.cli import build_parser, config_from_args
+from infermatrix.launch.bench_commands import per_conc, recipe_benchmarks, workload_config
 from infermatrix.report.catalog_page import catalog_data
 
 BIND = {"MODEL": "/models/m", "NODE_0": "10.0.0.1", "PORT": "8000"}
 CAT = load_catalog()
-ENTRIES = [e for m in catalog_data(CAT)["models"] for e in m["configurations"]]
+DATA = catalog_data(CAT, partial(recipe_benchmarks, CAT))
+ENTRIES = [e for m in DATA["models"] for e in m["configurations"]]
 
 
 def arithmetic(expr: str, conc: int) -> str:
@@ -60,8 +62,6 @@ def test_our_command_is_the_level_run_measures(entry: dict[str, Any]) -> None:
 
 
 def test_a_minimum_prompt_count_is_shell_arithmetic() -> None:
-    from infermatrix.report.bench_commands import per_conc
-
     assert per_conc(2, 4) == "$(( CONC * 2 > 4 ? CONC * 2 : 4 ))"
     assert [arithmetic(per_conc(2, 4)[3:-3], c) for c in (1, 2, 3)] == ["4", "4", "6"]
     assert per_conc(1, 1) == "$CONC" and per_conc(0) == "$(( CONC * 0 ))"
