@@ -32,6 +32,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     python = require_vllm()
@@ -51,14 +59,8 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 900
-        while True:
+        while not healthy(url):
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
             assert time.monotonic() < deadline, "vLLM did not become healthy in 900 s"
             time.sleep(2)
         yield url, model
