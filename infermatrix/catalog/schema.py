@@ -576,6 +576,9 @@ class SweepEntry(Strict):
     )
     eval: EvalPolicy | None = Field(
         default=None, description="accuracy evaluations after some levels (docs/accuracy.md)")
+    seed_client: Literal["sglang.bench_serving", "benchmark_serving.py"] | None = Field(
+        default=None, description="the client the source benchmarked with; docs/catalog.md "
+        "prints its command next to ours")
 
     @field_validator("concurrency")
     @classmethod

@@ -73,19 +73,12 @@ def identity_block(cat: Catalog, job: Job, run_id: str, launcher: str, simulated
 
 def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
                  model: str | None = None, tokenizer: str | None = None) -> Any:
-    """The client settings of one level: the workload's shape at concurrency ``conc``."""
-    from ..client import BenchConfig  # the client is an independent package; import late
+    """The client settings of one level: the workload's shape at concurrency ``conc``. The
+    served model is often no tokenizer name: its local tokenizer, else words."""
+    from .bench_commands import workload_config  # loads the client: only when measuring
 
-    wl = cat.workloads[job.workload]
-    return BenchConfig(
-        backend="openai-chat" if wl.endpoint == "chat" else "vllm",
-        base_url=base_url, model=model, tokenizer=tokenizer,
-        dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
-        random_range_ratio=wl.range_ratio, num_prompts=wl.num_prompts(conc),
-        num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
-        max_error_rate=wl.max_error_rate, seed=conc, disable_tqdm=True,
-        percentile_metrics=["ttft", "tpot", "itl", "e2el"], metric_percentiles=[50, 90, 99],
-    )
+    return workload_config(cat.workloads[job.workload], conc, base_url, model,
+                           tokenizer or "words")
 
 
 def _run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
