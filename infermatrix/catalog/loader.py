@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .safety import UnsafeValue, safe_id
 from .schema import (
     Fleet,
     Hardware,
@@ -189,6 +190,10 @@ def _load_family(
                                         f"in point {point}"))
             continue
         vid = f"{rid}/{instantiate(family.name, point)}"
+        bad = unsafe_recipe_id(vid)
+        if bad:
+            problems.append(doc.problem(("family", "name"), bad))
+            continue
         try:
             entry = Recipe.model_validate(instantiate(template, point))
         except ValidationError as exc:
@@ -212,6 +217,16 @@ def recipe_id(path: Path, recipes_dir: Path) -> str:
     except ValueError:
         rel = Path(path.parent.name) / path.name
     return rel.with_suffix("").as_posix()
+
+
+def unsafe_recipe_id(rid: str) -> str | None:
+    """Why a recipe id (its path under benchmarks/) cannot name files, or None."""
+    try:
+        for part in rid.split("/"):
+            safe_id(part, "recipe id part")
+    except UnsafeValue as exc:
+        return f"recipe id {rid!r}: {exc}"
+    return None
 
 
 def classify(path: Path) -> str:
@@ -319,6 +334,10 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
             _load_one(path, root, Sweep, "sweep", path.stem, cat, cat.sweeps, problems)
         else:
             rid = recipe_id(path, root / RECIPES_DIR)
+            bad = unsafe_recipe_id(rid)
+            if bad:  # the id names job folders and SLURM jobs: no odd characters
+                problems.append(Problem(_display(path, root), 0, "", bad))
+                continue
             if _load_family(path, root, rid, cat, problems):
                 continue
             _load_one(path, root, Recipe, "recipe", rid, cat, cat.recipes, problems)
