@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
+from ..catalog.safety import UnsafeValue, safe_id
 from ..errors import UsageError
 from ..plan.jobs import Job, _nodes, _timeout_minutes, fingerprint, job_id
 from .backends import BACKENDS, LaunchContext, Launched, starter
@@ -54,8 +55,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
-    run.add_argument("--run-id", help="default: UTC time + random suffix")
+    run.add_argument("--run-id", type=run_id_arg,
+                     help="default: UTC time + random suffix (letters, digits, '._+-')")
     run.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
+
+
+def run_id_arg(value: str) -> str:
+    """--run-id names a folder: a safe file name, never a path or a line break."""
+    try:
+        return safe_id(value, "run id")
+    except UnsafeValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _job_from_file(path: Path, wanted: str | None) -> Job:
@@ -69,7 +79,9 @@ def _job_from_file(path: Path, wanted: str | None) -> Job:
     if len(items) != 1:
         raise UsageError(f"{path}: holds {len(items)} matching jobs; name one with --job-id")
     try:
-        return Job.model_validate(items[0])
+        job = Job.model_validate(items[0])
+        safe_id(job.id, "job id")  # it names the job's folder
+        return job
     except ValueError as exc:
         raise UsageError(f"{path}: not a job: {str(exc).splitlines()[0]}") from None
 
