@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
 from ..catalog.safety import UnsafeValue, safe_id
+from ..catalog.schema import MAX_CONCURRENCY
 from ..errors import UsageError
 from ..plan.jobs import Job, _nodes, _timeout_minutes, fingerprint, job_id
 from .backends import BACKENDS, LaunchContext, Launched, starter
@@ -55,17 +56,27 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
-    run.add_argument("--run-id", type=run_id_arg,
-                     help="default: UTC time + random suffix (letters, digits, '._+-')")
+    run.add_argument("--run-id", help="default: UTC time + random suffix (letters, digits, '._+-')")
     run.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
 
 
-def run_id_arg(value: str) -> str:
-    """--run-id names a folder: a safe file name, never a path or a line break."""
+def _check_job(job: Job) -> Job:
+    """What a job file may not hold: an id that is no file name, levels out of bounds."""
+    safe_id(job.id, "job id")  # it names the job's folder
+    if not job.concurrency or not all(1 <= c <= MAX_CONCURRENCY for c in job.concurrency):
+        raise ValueError(f"concurrency {job.concurrency[:8]}: levels are 1 to {MAX_CONCURRENCY}")
+    return job
+
+
+def run_id_of(args: argparse.Namespace) -> str:
+    """--run-id (it names a folder: a safe file name, never a path or a line break), else a
+    new one."""
+    if not args.run_id:
+        return new_run_id()
     try:
-        return safe_id(value, "run id")
+        return safe_id(args.run_id, "--run-id")
     except UnsafeValue as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _job_from_file(path: Path, wanted: str | None) -> Job:
@@ -79,9 +90,7 @@ def _job_from_file(path: Path, wanted: str | None) -> Job:
     if len(items) != 1:
         raise UsageError(f"{path}: holds {len(items)} matching jobs; name one with --job-id")
     try:
-        job = Job.model_validate(items[0])
-        safe_id(job.id, "job id")  # it names the job's folder
-        return job
+        return _check_job(Job.model_validate(items[0]))
     except ValueError as exc:
         raise UsageError(f"{path}: not a job: {str(exc).splitlines()[0]}") from None
 
@@ -98,6 +107,9 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
     _fixed_workload(cat, args.workload)
     recipe = cat.recipes[args.recipe]
     conc = sorted(set(args.concurrency))
+    if not all(1 <= c <= MAX_CONCURRENCY for c in conc):
+        raise UsageError(f"--concurrency {' '.join(map(str, conc))}: levels are 1 to "
+                         f"{MAX_CONCURRENCY}")
     # the same id, node count and time-out the planner gives this cell (a per-level job of a
     # recipe whose flags depend on the concurrency carries its .c<N> suffix)
     split = recipe.launch_per_concurrency and len(conc) == 1
@@ -192,7 +204,7 @@ def install_signal_handlers() -> None:
 def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
     job = _job_from_file(args.job_file, args.job_id) if args.job_file else _job_from_flags(cat, args)
-    run_id = args.run_id or new_run_id()
+    run_id = run_id_of(args)
     run_dir = args.output_dir / run_id
     print(f"job {job.id} -> {run_dir}", file=sys.stderr)
     install_signal_handlers()

@@ -16,8 +16,8 @@ from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
-from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute
-from .provenance import new_run_id, utc_now
+from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, run_id_of
+from .provenance import utc_now
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
 # `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     _stage("plan")
     sweep = resolve_sweep(cat, args.sweep)
     jobs = plan_sweep(cat, sweep, filters_from(args))
-    run_id = args.run_id or new_run_id()
+    run_id = run_id_of(args)
     run_dir = args.output_dir / run_id
     print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels "
           f"-> {run_dir}", file=sys.stderr)
