@@ -5,32 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..errors import UsageError
+from ..jsonio import write_text_atomic
 from .records import Record
 
 NESTED = ("pools", "latency")  # the two non-scalar fields: CSV flattens them
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file and a rename: readers never see half of it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_records_jsonl(records: Iterable[Record], path: Path) -> Path:
