@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from .safety import CONTROL
+
 Loc = tuple[str | int, ...]
 
 MAX_BYTES = 1 << 20  # the largest catalog file is a few kB
@@ -38,7 +40,9 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        # one line, whatever a key or a file name holds: control characters are escaped
+        return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class CatalogError(Exception):

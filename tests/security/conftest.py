@@ -1,0 +1,17 @@
+"""The launch tests' fake cluster (tests/fakebin on PATH, a scratch catalog, a check that
+nothing is left running), shared by loading tests/launch/conftest.py under its own name."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+LAUNCH_TESTS = Path(__file__).resolve().parents[1] / "launch"
+sys.path.insert(0, str(LAUNCH_TESTS))  # for its `from launch_helpers import ...`
+_spec = importlib.util.spec_from_file_location("launch_conftest", LAUNCH_TESTS / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+_launch = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_launch)
+
+fake_cluster = _launch.fake_cluster
