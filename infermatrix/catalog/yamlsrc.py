@@ -234,7 +234,7 @@ def load_yaml(path: Path | str, display: str | None = None) -> SourceDoc:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
-            raise CatalogError([Problem(shown, 0, "", f"file is larger than {MAX_BYTES >> 20} MiB")])
+            raise CatalogError([Problem(shown, 1, "", f"file is larger than {MAX_BYTES >> 20} MiB")])
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = "not a file" if isinstance(exc, IsADirectoryError) else exc
@@ -245,7 +245,7 @@ def load_yaml(path: Path | str, display: str | None = None) -> SourceDoc:
 def parse_yaml(text: str, shown: str) -> SourceDoc:
     doc = SourceDoc(shown, None)
     if len(text) > MAX_BYTES:
-        raise CatalogError([Problem(shown, 0, "", f"text is larger than {MAX_BYTES >> 20} MiB")])
+        raise CatalogError([Problem(shown, 1, "", f"text is larger than {MAX_BYTES >> 20} MiB")])
     loader = _BoundedLoader(text)
     try:
         _prescan(text)
