@@ -175,6 +175,19 @@ def check_expansion(root: yaml.Node) -> None:
                 stack.append((kid, False))
 
 
+def _compose(text: str) -> yaml.Node | None:
+    """The document's node graph, every limit checked."""
+    _prescan(text)
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+    finally:
+        loader.dispose()
+    if node is not None:
+        check_expansion(node)
+    return node
+
+
 class _Builder:
     """Plain Python values from a checked node graph; a node met again through an alias is the
     same object (built once), and its lines are those of its first occurrence."""
@@ -246,14 +259,14 @@ def parse_yaml(text: str, shown: str) -> SourceDoc:
     doc = SourceDoc(shown, None)
     if len(text) > MAX_BYTES:
         raise CatalogError([Problem(shown, 1, "", f"text is larger than {MAX_BYTES >> 20} MiB")])
-    loader = _BoundedLoader(text)
     try:
-        _prescan(text)
-        node = loader.get_single_node()
-        if node is not None:
-            check_expansion(node)
+        node = _compose(text)
     except _LimitExceeded as exc:
         raise CatalogError([Problem(shown, exc.line, "", exc.message)]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, ...)
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        raise CatalogError([Problem(shown, line, "", f"invalid YAML: character "
+                                    f"{exc.character:#06x} is not allowed")]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
@@ -261,8 +274,6 @@ def parse_yaml(text: str, shown: str) -> SourceDoc:
         raise CatalogError([Problem(shown, line, "", f"invalid YAML: {reason}")]) from None
     except yaml.YAMLError as exc:
         raise CatalogError([Problem(shown, 0, "", f"invalid YAML: {exc}")]) from None
-    finally:
-        loader.dispose()
     if node is None:
         raise CatalogError([Problem(shown, 1, "", "file is empty")])
     problems: list[Problem] = []
