@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from infermatrix.cli import main
 
@@ -84,3 +85,15 @@ def mini_catalog(root: Path) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
     return root
+
+
+def value_paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path (keys and indices) of every value in a JSON/YAML-shaped value, the root's too."""
+    out = [prefix]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += value_paths(v, (*prefix, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += value_paths(v, (*prefix, i))
+    return out

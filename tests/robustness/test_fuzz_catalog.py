@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from bounded import MINI_FILES, assert_problem_lines, call, mini_catalog
+from bounded import MINI_FILES, assert_problem_lines, call, mini_catalog, value_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,17 +30,6 @@ SNIPPETS = ["&a ", "*a", "*b", "[", "]", "{", "}", ": ", "- ", "\t", "\x00", "'"
             "!!python/object/apply:os.system ['touch PWNED']", "!!binary ", "!!float ",
             "<<: *a\n", "%YAML 1.1\n", "---\n", "...\n", "? ", "|\n", ">-\n", "&a [*a]",
             "\n  ", "\ufeff", "\udcff", "9" * 400, ".inf", ".nan", "0x", "1_000", "2001-13-45"]
-
-
-def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
 def _replace(data: Any, path: tuple[Any, ...], value: Any) -> Any:
@@ -62,7 +51,7 @@ def mutated_file(draw: st.DrawFn) -> tuple[str, str]:
     text = (Path(__file__).resolve().parents[2] / name).read_text(encoding="utf-8")
     if draw(st.booleans()):
         data = yaml.safe_load(text)
-        path = draw(st.sampled_from(_paths(data)))
+        path = draw(st.sampled_from(value_paths(data)))
         return name, _dump(_replace(data, path, draw(VALUES)))
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(text)))

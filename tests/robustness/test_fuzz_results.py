@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bounded import call
+from bounded import call, value_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,17 +22,6 @@ TOKENS = ["1e999", "-1e999", "1" + "0" * 400, "-" + "9" * 30, "1" + "0" * 5000, 
           "1e-320", "5e-324", "9223372036854775808", "9223372036854775807", "1.7976931348623157e308",
           '{"a": [1, 2]}', '"\\u0000"', '"\\ud800"', '"' + "x" * 10_000 + '"']
 SPLICES = [b"", b"\xff", b"\x00", b"}", b"{", b"]", b",", b'"', b"\\", b"NaN", b"1e999", b"\xe2\x82"]
-
-
-def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
 def _put(data: Any, path: tuple[Any, ...], value: Any) -> None:
@@ -48,12 +37,12 @@ def mutated_level(draw: st.DrawFn) -> bytes:
 
     doc = level_result(SynthJob(concurrency=(1, 2, 4)), RUN, 2)
     if draw(st.booleans()):
-        paths = _paths(doc)
+        paths = value_paths(doc)
         tokens = {}
         for i in range(draw(st.integers(1, 3))):
             try:
                 _put(doc, draw(st.sampled_from(paths)), f"__FUZZ{i}__")
-            except (KeyError, IndexError, TypeError):  # inside a value already replaced
+            except (KeyError, IndexError, TypeError):  # the root, or inside a value replaced
                 continue
             tokens[f'"__FUZZ{i}__"'] = draw(st.sampled_from(TOKENS))
         text = json.dumps(doc)
