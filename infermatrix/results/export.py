@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UsageError
-from ..jsonio import write_text_atomic
+from ..jsonio import loads_bounded, write_text_atomic
 from .records import Record
 
 NESTED = ("pools", "latency")  # the two non-scalar fields: CSV flattens them
@@ -31,13 +31,15 @@ def read_records_jsonl(path: Path) -> list[Record]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            out.append(Record.model_validate_json(line))
+        try:  # bounded numbers, as collect reads level files
+            out.append(Record.model_validate(loads_bounded(line)))
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise UsageError(f"{path}:{lineno}: not a record: {where + ': ' if where else ''}"
                              f"{err['msg']}") from None
+        except ValueError as exc:  # JSON, an integer beyond 64 bits
+            raise UsageError(f"{path}:{lineno}: not a record: {exc}") from None
     return out
 
 

@@ -91,3 +91,28 @@ def test_plots_with_extreme_numbers(tmp_path: Path) -> None:
     files[1].write_text(json.dumps(doc))
     rc, _, err = call(["report", str(run), "-o", str(tmp_path / "site")], seconds=300)
     assert rc == 0 and "Traceback" not in err, err
+
+
+def test_records_jsonl_numbers_out_of_range(tmp_path: Path) -> None:
+    """A records file given to report/compare: a float beyond range is unknown (null); an
+    integer beyond 64 bits is that file's one `file:line` error, exit 2."""
+    run = tmp_path / RUN
+    write_job(run, SynthJob(concurrency=(1, 2)))
+    jsonl = tmp_path / "records.jsonl"
+    assert call(["collect", str(run), "--jsonl", str(jsonl)])[0] == 0
+    first, second = jsonl.read_text().splitlines()
+    huge = json.loads(first)
+    huge["output_throughput"] = "__X__"
+    jsonl.write_text(json.dumps(huge).replace('"__X__"', "1e999") + "\n" + second + "\n")
+    for argv in (["report", str(jsonl), "-o", str(tmp_path / "site"), "--no-plots"],
+                 ["compare", str(jsonl), str(jsonl)]):
+        rc, _, err = call(argv)
+        assert rc == 0 and "Traceback" not in err, err
+    jsonl.write_text(first + "\n" + second.replace('"gpus_total":', '"gpus_total":1' + "0" * 400
+                                                   + ',"x":', 1) + "\n")
+    for argv in (["report", str(jsonl), "-o", str(tmp_path / "site"), "--no-plots"],
+                 ["compare", str(jsonl), str(jsonl)]):
+        rc, _, err = call(argv)
+        assert rc == 2, err
+        (line,) = err.strip().splitlines()
+        assert f"{jsonl}:2: " in line and "out of range" in line, line
