@@ -667,6 +667,21 @@ class Fleet(Strict):
     def _env_values(cls, v: dict[str, Scalar]) -> dict[str, Scalar]:
         return no_controls(v, "env value")
 
+    @model_validator(mode="after")
+    def _fields_fit_the_kind(self) -> Fleet:
+        """What launching would otherwise find out on the cluster, or silently ignore."""
+        if self.kind == "ssh" and len(self.hosts) < self.nodes:
+            raise ValueError(f"an ssh fleet lists its hosts: {self.nodes} nodes, "
+                             f"{len(self.hosts)} hosts")
+        slurm_only = [n for n in ("partition", "account", "slurm_args", "exclude_nodes",
+                                  "time_limit_minutes") if getattr(self, n)]
+        if self.kind != "slurm" and slurm_only:
+            raise ValueError(f"{', '.join(slurm_only)}: only for kind: slurm")
+        ssh_only = [n for n in ("hosts", "ssh_user", "workdir") if getattr(self, n)]
+        if self.kind != "ssh" and ssh_only:
+            raise ValueError(f"{', '.join(ssh_only)}: only for kind: ssh")
+        return self
+
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes

@@ -87,3 +87,17 @@ def test_run_stops_before_any_tool(fake_cluster: Any, capsys: pytest.CaptureFixt
     assert rc == 2 and "runners/fleets.yaml:" in err and "Traceback" not in err, err
     assert fake_cluster.calls() == []
     assert not list(fake_cluster.root.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+@pytest.mark.parametrize(("label", "fields", "message"), [
+    ("ascend-a3", {"hosts": ["a3-node-1"]}, "an ssh fleet lists its hosts"),
+    ("h200-dgx", {"hosts": ["node-1"]}, "only for kind: ssh"),
+    ("h200-dgx", {"slurm_args": ["--qos=high"]}, "only for kind: slurm"),
+])
+def test_fleet_fields_fit_its_kind(catalog_copy: Path, capsys: pytest.CaptureFixture[str],
+                                   label: str, fields: dict[str, Any], message: str) -> None:
+    """A field the fleet's kind never reads is a mistake, found by validate, not on the cluster."""
+    _edit_fleet(catalog_copy, label, **fields)
+    rc = main(["validate", "--root", str(catalog_copy)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.splitlines()) == 1 and message in err, err
