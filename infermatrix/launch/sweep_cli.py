@@ -64,6 +64,7 @@ def split_engine_flags(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..evals.publish import run_gate
     from ..report import build_run_report
 
     t0 = time.perf_counter()
@@ -93,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     write_json_atomic(run_dir / "run.json", run_manifest)
     _stage("collect")  # build_run_report normalises the raw results into records (collect)
     _stage("report")  # ... and draws the plots and the dashboard from them (report)
-    outputs = build_run_report(run_dir)
+    outputs = build_run_report(run_dir, gate=run_gate([run_dir], args.root))  # evals, if any
     failed = [j for j in run_manifest["jobs"] if j["status"] != "ok"]
     print(f"done in {time.perf_counter() - t0:.0f} s: {len(jobs) - len(failed)}/{len(jobs)} jobs ok")
     print(f"results: {run_dir}")

@@ -1,8 +1,8 @@
 """Collect: walk result files, put each in exactly one bucket, keep the valid level results.
 
 Bad files never raise: they are counted (corrupt, truncated, duplicate, foreign, invalid) with a
-one-line reason each. Optionally the records, their raw JSON and any agentic capacity documents
-are saved into a history store.
+one-line reason each. Optionally the records, their raw JSON and the capacity results of any
+agentic capacity documents are saved into a history store (eval records: evals/history.py).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class CollectResult:
     summary: CollectSummary = field(default_factory=CollectSummary)
     raw: dict[Key, bytes] = field(default_factory=dict)
     agentic: list[agentic.AgenticRecord] = field(default_factory=list)
+    agentic_stored: SaveCounts | None = None  # what the store did with the capacity results
 
 
 def walk(paths: Iterable[Path]) -> list[Path]:
@@ -208,6 +209,5 @@ def collect(paths: Iterable[Path], store: Path | None = None) -> CollectResult:
     if store is not None:
         with Store(store) as db:
             result.summary.stored = db.save(result.records, result.raw)
-            if result.agentic:
-                agentic.save(db, result.agentic)
+            result.agentic_stored = db.save_agentic(result.agentic)
     return result
