@@ -17,6 +17,7 @@ from ..jsonio import write_json_atomic
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, run_id_of
+from .job import make_folder
 from .provenance import utc_now
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
@@ -78,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     run_dir = args.output_dir / run_id
     print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels "
           f"-> {run_dir}", file=sys.stderr)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(run_dir)
     run_manifest = {"schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
                     "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),
                     "started_at": utc_now(), "jobs": []}

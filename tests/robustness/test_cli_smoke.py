@@ -77,3 +77,15 @@ def test_root_missing_or_empty(outside_github: Path, command: str, root: str) ->
     rc, out, err = call([*command.split(), "--root", str(folder)])
     _no_traceback(rc, err)
     assert rc == 2 and "ok:" not in out, (out, err)
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_output_dir_that_cannot_exist(outside_github: Path, command: str) -> None:
+    """--output-dir below a file: one line, exit 2, before any server starts."""
+    (outside_github / "a-file").write_text("")
+    job = (["--recipe", "llama-3.1-70b-instruct/h200-vllm-fp8", "--workload", "smoke-1k-128",
+            "--runner-label", "h200-dgx", "--concurrency", "1"] if command == "run" else ["smoke"])
+    rc, _, err = call([command, *job, "--root", str(REPO), "--virtual", "--output-dir",
+                       str(outside_github / "a-file" / "results")])
+    assert rc == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("cannot create the folder: Not a directory")
