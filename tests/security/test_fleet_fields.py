@@ -54,10 +54,10 @@ def _edit_fleet(root: Path, label: str, **fields: Any) -> int:
 
 @pytest.mark.parametrize(("label", "field", "value"), HOSTILE,
                          ids=[f"{f}-{i}" for i, (_, f, _) in enumerate(HOSTILE)])
-def test_hostile_fleet_value_is_rejected(catalog_copy: Path, capsys: pytest.CaptureFixture[str],
+def test_hostile_fleet_value_is_rejected(fleet_catalog: Path, capsys: pytest.CaptureFixture[str],
                                          label: str, field: str, value: Any) -> None:
-    entry_line = _edit_fleet(catalog_copy, label, **{field: value})
-    rc = main(["validate", "--root", str(catalog_copy)])
+    entry_line = _edit_fleet(fleet_catalog, label, **{field: value})
+    rc = main(["validate", "--root", str(fleet_catalog)])
     err = capsys.readouterr().err
     assert rc == 2, err
     lines = err.splitlines()
@@ -94,10 +94,10 @@ def test_run_stops_before_any_tool(fake_cluster: Any, capsys: pytest.CaptureFixt
     ("h200-dgx", {"hosts": ["node-1"]}, "only for kind: ssh"),
     ("h200-dgx", {"slurm_args": ["--qos=high"]}, "only for kind: slurm"),
 ])
-def test_fleet_fields_fit_its_kind(catalog_copy: Path, capsys: pytest.CaptureFixture[str],
+def test_fleet_fields_fit_its_kind(fleet_catalog: Path, capsys: pytest.CaptureFixture[str],
                                    label: str, fields: dict[str, Any], message: str) -> None:
     """A field the fleet's kind never reads is a mistake, found by validate, not on the cluster."""
-    _edit_fleet(catalog_copy, label, **fields)
-    rc = main(["validate", "--root", str(catalog_copy)])
+    _edit_fleet(fleet_catalog, label, **fields)
+    rc = main(["validate", "--root", str(fleet_catalog)])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.splitlines()) == 1 and message in err, err
