@@ -14,27 +14,20 @@ SWEEP = """entries:
     workloads: [smoke-1k-128]
     concurrency: [1, 4]
 """
-# (file, the text to find, what to put instead, the field the problem names)
+TEN_TO_30 = "1" + "0" * 30
+WL, SWEEP_FILE, HW = "matrix/workloads.yaml", "matrix/sweeps/tiny.yaml", "matrix/hardware.yaml"
+# (file, field, the value written there, the value put instead): `field: value` is replaced
 CASES = [
-    ("matrix/workloads.yaml", "isl: 1024", "isl: 1000000000000000000000000000000", "isl"),
-    ("matrix/workloads.yaml", "osl: 128", "osl: true", "osl"),
-    ("matrix/workloads.yaml", "prompts_per_concurrency: 2", "prompts_per_concurrency: 1e308",
-     "prompts_per_concurrency"),
-    ("matrix/workloads.yaml", "prompts_per_concurrency: 2", "prompts_per_concurrency: .nan",
-     "prompts_per_concurrency"),
-    ("matrix/workloads.yaml", "min_prompts: 4", "min_prompts: 4.5", "min_prompts"),
-    ("matrix/sweeps/tiny.yaml", "concurrency: [1, 4]", "concurrency: [1, 100000000000000000000]",
-     "concurrency"),
-    ("matrix/sweeps/tiny.yaml", "concurrency: [1, 4]", "concurrency: [true]", "concurrency"),
-    ("matrix/sweeps/tiny.yaml", "concurrency: [1, 4]", "concurrency: [0]", "concurrency"),
-    ("matrix/hardware.yaml", "memory_gb: 141", "memory_gb: .inf", "memory_gb"),
-    ("matrix/hardware.yaml", "gpus_per_node: 8       # HGX H200", "gpus_per_node: 1e400",
-     "gpus_per_node"),
-    ("matrix/models.yaml", "max_context: 131072", "max_context: 1000000000000000000000000000000",
-     "max_context"),
-    ("benchmarks/llama-3.1-70b-instruct/h200-vllm-fp8.yaml", "tp: 8", "tp: true", "tp"),
-    ("runners/fleets.yaml", "gpus_per_node: 8\n  model_cache: /data/hf-cache",
-     "gpus_per_node: 100000000000000000000\n  model_cache: /data/hf-cache", "gpus_per_node"),
+    (WL, "isl", "1024", TEN_TO_30), (WL, "osl", "128", "true"),
+    (WL, "prompts_per_concurrency", "2", "1e308"), (WL, "prompts_per_concurrency", "2", ".nan"),
+    (WL, "min_prompts", "4", "4.5"),
+    (SWEEP_FILE, "concurrency", "[1, 4]", "[1, 100000000000000000000]"),
+    (SWEEP_FILE, "concurrency", "[1, 4]", "[true]"), (SWEEP_FILE, "concurrency", "[1, 4]", "[0]"),
+    (HW, "memory_gb", "141", ".inf"), (HW, "gpus_per_node", "8       # HGX H200", "1e400"),
+    ("matrix/models.yaml", "max_context", "131072", TEN_TO_30),
+    ("benchmarks/llama-3.1-70b-instruct/h200-vllm-fp8.yaml", "tp", "8", "true"),
+    ("runners/fleets.yaml", "gpus_per_node", "8\n  model_cache: /data/hf-cache",
+     "100000000000000000000\n  model_cache: /data/hf-cache"),
 ]
 
 
@@ -51,13 +44,13 @@ def test_the_scratch_catalog_is_valid(root: Path) -> None:
     assert rc == 0 and out.startswith("ok:"), err
 
 
-@pytest.mark.parametrize(("name", "old", "new", "field"), CASES,
-                         ids=[f"{c[3]}-{i}" for i, c in enumerate(CASES)])
-def test_out_of_bounds_number(root: Path, name: str, old: str, new: str, field: str) -> None:
+@pytest.mark.parametrize(("name", "field", "old", "new"), CASES,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_out_of_bounds_number(root: Path, name: str, field: str, old: str, new: str) -> None:
     path = root / name
     text = path.read_text()
-    assert old in text, f"{old!r} not in {name}"
-    path.write_text(text.replace(old, new, 1))
+    assert f"{field}: {old}" in text, f"{field}: {old!r} not in {name}"
+    path.write_text(text.replace(f"{field}: {old}", f"{field}: {new}", 1))
     rc, _, err = call(["validate", "--root", str(root)])
     assert rc == 2, err
     lines = assert_problem_lines(err)
