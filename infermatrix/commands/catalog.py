@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
+from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import default_root, load_catalog
 from ..catalog.yamlsrc import CatalogError
 from ..engines.flags import RenderError
-from ..jsonio import write_json_atomic
+from ..jsonio import write_json_atomic, write_text_atomic
+from ..launch.bench_commands import recipe_benchmarks
 from ..report.catalog_page import build
 
 DEFAULT_OUTPUT = Path("docs/catalog.md")
@@ -33,18 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=None, help="catalog root (default: this checkout)")
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _json_text(data: object) -> str:
     return json.dumps(data, indent=2, default=str) + "\n"
 
@@ -52,7 +40,8 @@ def _json_text(data: object) -> str:
 def run(args: argparse.Namespace) -> int:
     root = (args.root or default_root()).resolve()
     output = args.output or root / DEFAULT_OUTPUT
-    data, page = build(load_catalog(root))
+    cat = load_catalog(root)
+    data, page = build(cat, partial(recipe_benchmarks, cat))
     if args.check:
         stale = []
         if not output.is_file() or output.read_text(encoding="utf-8") != page:
@@ -65,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"ok: {output} is current ({data['count']} configurations)")
         return 0
-    _write_text_atomic(output, page)
+    write_text_atomic(output, page)
     if args.json:
         write_json_atomic(args.json, data)
     print(f"wrote {output} ({data['count']} configurations)" + (f" and {args.json}" if args.json else ""))

@@ -17,6 +17,8 @@ from typing import Any
 
 from .. import __version__
 from ..catalog.loader import Catalog
+from ..catalog.safety import UnsafeValue, safe_id
+from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
 from .backends.base import Launched
@@ -73,19 +75,12 @@ def identity_block(cat: Catalog, job: Job, run_id: str, launcher: str, simulated
 
 def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
                  model: str | None = None, tokenizer: str | None = None) -> Any:
-    """The client settings of one level: the workload's shape at concurrency ``conc``."""
-    from ..client import BenchConfig  # the client is an independent package; import late
+    """The client settings of one level: the workload's shape at concurrency ``conc``. The
+    served model is often no tokenizer name: its local tokenizer, else words."""
+    from .bench_commands import workload_config  # loads the client: only when measuring
 
-    wl = cat.workloads[job.workload]
-    return BenchConfig(
-        backend="openai-chat" if wl.endpoint == "chat" else "vllm",
-        base_url=base_url, model=model, tokenizer=tokenizer,
-        dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
-        random_range_ratio=wl.range_ratio, num_prompts=wl.num_prompts(conc),
-        num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
-        max_error_rate=wl.max_error_rate, seed=conc, disable_tqdm=True,
-        percentile_metrics=["ttft", "tpot", "itl", "e2el"], metric_percentiles=[50, 90, 99],
-    )
+    return workload_config(cat.workloads[job.workload], conc, base_url, model,
+                           tokenizer or "words")
 
 
 def _run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
@@ -164,10 +159,23 @@ def _start_monitor(cat: Catalog, job: Job, deployment: Launched, job_dir: Path,
     return monitor if monitor.error is None else None
 
 
+def make_folder(path: Path) -> Path:
+    """``mkdir -p``; a folder that cannot be made (--output-dir under a file) is a usage error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot create the folder: {exc.strerror or exc}") from None
+    return path
+
+
 def start_manifest(job: Job, out_dir: Path, run_id: str, launcher: str) -> tuple[Path, dict[str, Any]]:
     """Create the job's folder and its manifest (written at once: a crash still leaves it)."""
-    job_dir = out_dir / "jobs" / job.id
-    job_dir.mkdir(parents=True, exist_ok=True)
+    try:  # both name folders: never a path that climbs out of the run folder
+        safe_id(run_id, "run id")
+        safe_id(job.id, "job id")
+    except UnsafeValue as exc:
+        raise UsageError(str(exc)) from None
+    job_dir = make_folder(out_dir / "jobs" / job.id)
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "kind": "job-manifest", "run_id": run_id,
         "job": job.model_dump(), "status": "running", "error": None, "levels": [],

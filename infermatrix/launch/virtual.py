@@ -49,10 +49,12 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     # the lengths the client's random dataset draws for this level, in its order
     lengths, _, _ = rngs(cfg.seed)
     requests = []
+    in_range, out_range = (cfg.length_range(n) for n in (cfg.random_input_len,
+                                                          cfg.random_output_len))
     for _ in range(cfg.num_prompts):
-        isl = draw_len(lengths, cfg.random_input_len, cfg.random_range_ratio)
-        requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len,
-                                                 cfg.random_range_ratio)))
+        isl = draw_len(lengths, cfg.random_input_len, cfg.ratio, in_range)
+        requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len, cfg.ratio,
+                                                 out_range)))
     sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
     run = simulate(sim, requests, concurrency=conc)
     records = []
@@ -74,7 +76,7 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
         records.append(rec)
     t0 = min((r.sent_at for r in run.results), default=0.0)
     t_end = max((r.end for r in records), default=t0)
-    tok = load_tokenizer(None)
+    tok = load_tokenizer("words")
     metrics = compute(records, t0, t_end, tok, cfg.metric_percentiles, cfg.percentile_metrics,
                       cfg.goodput)
     result = build_result(cfg, sim.served_model_name, tok.name, metrics,
