@@ -57,7 +57,6 @@ class Behaviour:
     bad_utf8_after: int | None = None  # after n tokens, an event whose bytes are not UTF-8
     endless_line: bool = False  # after the first token, a data: line that never ends
     endless_events: bool = False  # text events without end, as fast as the client reads
-    usage_tokens: int | None = None  # usage.completion_tokens as given (e.g. 10**400)
 
 
 @dataclass
@@ -289,9 +288,7 @@ class FakeServer:
             truth.tokens.append(k)
             sent += k
             event_no += 1
-        usage_out = (
-            b.usage_tokens if faulty and b.usage_tokens is not None else sent + b.usage_offset
-        )
+        usage_out = sent + b.usage_offset
         if b.usage and (body.get("stream_options") or {}).get("include_usage"):
             await emit(
                 {
