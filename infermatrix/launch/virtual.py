@@ -33,8 +33,10 @@ from .provenance import git_sha, utc_now
 LAUNCHER = "virtual"
 
 
-def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
-    """One level in virtual time → the client's result dict (bench_serving keys and ours)."""
+def measure_level(cat: Catalog, job: Job, conc: int, *, stepwise: bool = False) -> dict[str, Any]:
+    """One level in virtual time → the client's result dict (bench_serving keys and ours).
+    ``stepwise`` applies the engine's steps one at a time instead of in decode phases (the
+    reference the fast path is tested against; much slower)."""
     from ..client.datasets import draw_len, rngs  # the client stays independent: import late
     from ..client.metrics import compute
     from ..client.records import RequestRecord
@@ -52,8 +54,9 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
         requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len,
                                                  cfg.random_range_ratio)))
     sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
-    run = simulate(sim, requests, concurrency=conc)
+    run = simulate(sim, requests, concurrency=conc, streaks=not stepwise)
     records = []
+    retokenized = []  # the simulated text is one word per token: its word count is known
     for res in run.results:
         rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
                             output_len_requested=res.max_tokens, start=res.sent_at,
@@ -63,8 +66,9 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
             rec.error, rec.error_detail = "rejected", res.error
         elif res.completion_tokens:
             # one word per token: the word tokenizer counts what usage says, exactly
-            rec.event_times = list(res.token_times)
+            rec.event_times = res.token_times  # a numpy array: the metrics take it as is
             rec.event_texts = [" the"] * len(rec.event_times)
+            retokenized.append(len(rec.event_texts))
             rec.usage_completion_tokens = res.completion_tokens
             rec.usage_prompt_tokens = res.prompt_tokens
         else:
@@ -74,7 +78,7 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     t_end = max((r.end for r in records), default=t0)
     tok = load_tokenizer(None)
     metrics = compute(records, t0, t_end, tok, cfg.metric_percentiles, cfg.percentile_metrics,
-                      cfg.goodput)
+                      cfg.goodput, retokenized=retokenized)
     result = build_result(cfg, sim.served_model_name, tok.name, metrics,
                           notes=[f"virtual time: {run.steps} engine steps simulated in "
                                  f"{run.wall_seconds:.2f} s of wall time"])

@@ -25,13 +25,11 @@ from .prefix_cache import BlockPool
 
 # Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
 ADMISSION_WATERMARK = 0.01
-# Longest run of decode steps applied at once in virtual time (an arrival cuts it short, and
-# the steps past the cut were computed for nothing).
-MAX_STREAK = 512
 
 
 # sink(seq, n, t, times): n tokens emitted, the last at model time t; ``times`` holds one time
-# per token when they were emitted by several steps at once (virtual-time decode streaks).
+# per token (a numpy array) when they were emitted by several steps at once (a virtual-time
+# decode phase; the sequences of one phase may share the array: read it, never change it).
 Sink = Callable[["Seq", int, float, Sequence[float] | None], None]
 
 
@@ -266,39 +264,50 @@ class EngineCore:
         self.running = keep
 
     # ------------------------------------------------------------------ virtual-time fast path
+    #
+    # A decode phase: consecutive decode-only steps that stepping one at a time would repeat
+    # with the same batch. Its step times are computed one by one (the performance model is a
+    # function of the batch) but the sequences are advanced once, at the phase's end.
 
-    def decode_streak(self, step: Step, first_end: float) -> list[float]:
-        """End times of consecutive decode-only steps that a one-by-one run would repeat
-        identically: the batch cannot change before the last of them because no sequence
-        finishes earlier, no waiting sequence could be admitted, and the KV blocks suffice.
-        The first step is ``step`` itself. An arrival during the streak cuts it short (the
-        caller truncates ``ends``), so the result equals stepping one at a time. With
-        speculative decoding, step times assume the mean number of accepted tokens.
-        """
-        ends = [first_end]
+    def phase_limit(self, step: Step) -> int:
+        """How many decode steps, ``step`` first, run with this batch unless new work arrives:
+        no sequence finishes before the last of them, no waiting sequence could be admitted,
+        and the KV blocks suffice. 1 when ``step`` does not start a phase. With speculative
+        decoding, step times assume the mean number of accepted tokens."""
         seqs = self.running
         if (not step.pure_decode or len(step.entries) != len(seqs)
                 or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
-            return ends
-        per_step = 1.0 + self.accept_mean if self.draft else 1.0
-        if self.draft:  # stop before any sequence could reach its end mid-streak
+            return 1
+        per_step = self.tokens_per_step
+        if self.draft:  # stop before any sequence could reach its end mid-phase
             k = min(int((s.max_tokens - s.num_output - 1) / per_step) for s in seqs)
         else:  # the last step may finish sequences: finish_streak handles that exactly
             k = min(s.max_tokens - s.num_output for s in seqs)
-        k = min(k, MAX_STREAK)
         while k > 1 and self._streak_blocks(seqs, k, per_step) > self.pool.free_blocks:
             k //= 2
-        if k <= 1:
-            return ends
-        b = len(seqs)
-        context = step.shape.kv_read - b  # tokens held before the first step
+        return max(k, 1)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens a decoding sequence gains per step (1, or 1 + mean accepted drafts)."""
+        return 1.0 + self.accept_mean if self.draft else 1.0
+
+    def extend_phase(self, step: Step, ends: list[float], horizon: float, at_least: int,
+                     limit: int) -> None:
+        """Append the end times of the phase's next steps to ``ends`` (``ends[0]`` is
+        ``step``'s): until one ends at or after ``horizon`` and there are ``at_least``, never
+        more than ``limit``."""
+        b = len(step.entries)
+        context = step.shape.kv_read - b  # tokens held before the phase's first step
+        per_step = self.tokens_per_step
         decode_time = self.perf.decode_time
         draft = self.draft
-        t = first_end
-        for j in range(1, k):
+        j = len(ends)
+        t = ends[-1]
+        while j < limit and (j < at_least or t < horizon):
             t += decode_time(b, int(context + j * b * per_step), draft)
             ends.append(t)
-        return ends
+            j += 1
 
     def _streak_blocks(self, seqs: Sequence[Seq], k: int, per_step: float) -> int:
         """Blocks the sequences may need beyond what they hold, after ``k`` more steps."""
@@ -311,22 +320,23 @@ class EngineCore:
         return need
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
-        """Apply ``len(ends)`` decode steps at once (see decode_streak)."""
+        """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
         pool = self.pool
         any_done = False
         mean = self.accept_mean
+        shared = np.asarray(ends) if want_times else None  # one array for the whole batch
         for seq, _, _ in step.entries:
             if seq.aborted:
                 continue
-            times: Sequence[float] | None = ends if want_times else None
+            times: Sequence[float] | None = shared
             if self.draft:
                 # the credit recursion of finish() over k steps, in closed form
                 total_accepted = int(seq.credit + k * mean)
                 if want_times:
                     marks = np.floor(seq.credit + np.arange(k + 1) * mean)
-                    times = np.repeat(np.asarray(ends), 1 + np.diff(marks).astype(np.int64)).tolist()
+                    times = np.repeat(shared, 1 + np.diff(marks).astype(np.int64))
                 seq.credit = seq.credit + k * mean - total_accepted
                 g = k + total_accepted
             else:
