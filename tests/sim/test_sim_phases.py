@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sim_helpers import catalog, config
 
-from infermatrix.launch.virtual import measure_level
+from infermatrix.launch.virtual import measure_level, result_numbers
 from infermatrix.plan.jobs import plan_sweep
 from infermatrix.sim import SimRequest, simulate
 
@@ -25,22 +25,6 @@ LEVELS = [
     ("deepseek-v4-pro/b300-trtllm-nvfp4-1ctx-1gen", "fixed-1k-1k", 16),  # prefill/decode pools
     ("deepseek-r1-0528/gb200-trtllm-nvfp4-slurm/ctx1tp4-gen1tep8-bs32", "fixed-8k-1k", 4),
 ]
-# the record of the level, not of the run: when it ran and how long the simulation took
-NOT_RESULTS = {"date", "timestamp_utc", "notes"}
-
-
-def _numbers(result: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    for key, value in result.items():
-        if key in NOT_RESULTS:
-            continue
-        if isinstance(value, dict):
-            out.update(_numbers(value, f"{prefix}{key}."))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            out[prefix + key] = float(value)
-    return out
-
-
 def _job(recipe: str, workload: str) -> Any:
     jobs = [j for j in plan_sweep(catalog(), "nightly")
             if j.recipe == recipe and j.workload == workload]
@@ -53,8 +37,8 @@ def _job(recipe: str, workload: str) -> Any:
 def test_a_level_measured_in_decode_phases_equals_stepping(recipe: str, workload: str,
                                                            conc: int) -> None:
     job = _job(recipe, workload)
-    fast = _numbers(measure_level(catalog(), job, conc))
-    slow = _numbers(measure_level(catalog(), job, conc, stepwise=True))
+    fast = result_numbers(measure_level(catalog(), job, conc))
+    slow = result_numbers(measure_level(catalog(), job, conc, stepwise=True))
     assert fast.keys() == slow.keys()
     assert fast["completed"] == slow["completed"] > 0
     off = {k: (fast[k], slow[k]) for k in fast
