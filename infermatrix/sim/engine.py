@@ -39,26 +39,29 @@ class TokenTimes:
     __slots__ = ("_parts", "_loose")
 
     def __init__(self) -> None:
-        self._parts: list[np.ndarray] = []
+        self._parts: list[Sequence[float]] = []
         self._loose: list[float] = []  # single-step tokens not yet in a part
 
     def add(self, n: int, t: float, times: Sequence[float] | None) -> None:
         if times is None:
-            self._loose.extend([t] * n)
+            if n == 1:
+                self._loose.append(t)
+            else:
+                self._loose.extend([t] * n)
             return
-        self._flush()
-        self._parts.append(np.asarray(times, dtype=np.float64))
-
-    def _flush(self) -> None:
         if self._loose:
-            self._parts.append(np.array(self._loose))
+            self._parts.append(self._loose)
             self._loose = []
+        self._parts.append(times)
 
     def array(self) -> np.ndarray:
-        self._flush()
-        if len(self._parts) != 1:
-            self._parts = [np.concatenate(self._parts) if self._parts else np.zeros(0)]
-        return self._parts[0]
+        if self._loose:
+            self._parts.append(self._loose)
+            self._loose = []
+        if len(self._parts) != 1 or not isinstance(self._parts[0], np.ndarray):
+            joined = np.concatenate(self._parts) if self._parts else np.zeros(0)
+            self._parts = [joined.astype(np.float64, copy=False)]
+        return self._parts[0]  # type: ignore[return-value]
 
 
 @dataclass
@@ -108,6 +111,23 @@ class RequestRecord:
         self._seq: Seq | None = None
         self._owner: Instance | None = None
         self.on_update = on_update
+
+    def progress(self, seq: Seq, n: int, t: float, times: Sequence[float] | None = None) -> None:
+        """The sink of its sequence: ``n`` tokens emitted, the last at ``t`` (see Sink)."""
+        if self.aborted:
+            return
+        if self.first_token_at < 0:
+            self.first_token_at = float(times[0]) if times is not None else t
+            self.cached_tokens = max(self.cached_tokens, seq.cached_tokens)
+        self.completion_tokens += n
+        if self.token_times is not None:
+            self.token_times.add(n, t, times)
+        if seq.done:
+            self.done = True
+            self.finished_at = t
+            self.preemptions += seq.preemptions
+        if self.on_update is not None:
+            self.on_update(self, n, t)
 
     @property
     def ttft(self) -> float:
@@ -269,7 +289,7 @@ class Deployment:
             inst = self.instances[i]
             rec.instance = inst.name
             seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                      lambda s, n, t, ts: self._progress(rec, s, n, t, ts))
+                      rec.progress)
         rec._seq, rec._owner = seq, inst
         inst.submit(seq)
         return rec
@@ -280,23 +300,6 @@ class Deployment:
         rec.aborted = rec.done = True
         if rec._seq is not None and rec._owner is not None:
             rec._owner.abort(rec._seq)
-
-    def _progress(self, rec: RequestRecord, seq: Seq, n: int, t: float,
-                  times: Sequence[float] | None = None) -> None:
-        if rec.aborted:
-            return
-        if rec.first_token_at < 0:
-            rec.first_token_at = float(times[0]) if times is not None else t
-            rec.cached_tokens = max(rec.cached_tokens, seq.cached_tokens)
-        rec.completion_tokens += n
-        if rec.token_times is not None:
-            rec.token_times.add(n, t, times)
-        if seq.done:
-            rec.done = True
-            rec.finished_at = t
-            rec.preemptions += seq.preemptions
-        if rec.on_update is not None:
-            rec.on_update(rec, n, t)
 
     def _handoff(self, rec: RequestRecord, req: EngineRequest, seq: Seq, t: float) -> None:
         """Prefill done (its first token sampled): stream the KV to a decode instance."""
@@ -318,13 +321,13 @@ class Deployment:
         t = self.kernel.now
         # the prefill's sampled token reaches the client with the KV
         seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                  lambda s, n, tt, ts: self._progress(rec, s, n, tt, ts), remote_kv=True, already_output=1)
+                  rec.progress, remote_kv=True, already_output=1)
         seq.first_at = t
         if req.max_tokens == 1:
             seq.done = True
-            self._progress(rec, seq, 1, t)
+            rec.progress(seq, 1, t)
             return
-        self._progress(rec, seq, 1, t)
+        rec.progress(seq, 1, t)
         i = self.decode_router.pick(self.instances, req.hashes, req.session)
         inst = self.instances[i]
         rec.instance = inst.name

@@ -128,12 +128,15 @@ class EngineCore:
         pool = self.pool
         running = self.running
         preempted = False
+        bs, spec = self.bs, self.draft
         i = 0
         while i < len(running) and budget > 0:
             seq = running[i]
-            n = min(seq.target - seq.num_computed, budget)
-            draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
-            need = self.blocks_needed(seq.num_computed + n + draft) - len(seq.blocks)
+            # (the target property and blocks_needed, inlined: this loop runs per sequence)
+            left = seq.prompt_len + seq.num_output - seq.num_computed
+            n = left if left < budget else budget
+            draft = spec if spec and seq.num_output and n == left else 0
+            need = -(-(seq.num_computed + n + draft) // bs) - len(seq.blocks)
             if need > 0:
                 while pool.free_blocks < need and running[-1] is not seq:
                     self._preempt(running[-1])
@@ -154,11 +157,12 @@ class EngineCore:
         pairs = 0.0
         pure = True
         for seq, n, draft in entries:
+            done = seq.num_computed
             tokens += n
             drafts += draft
-            kv_read += seq.num_computed + n
-            pairs += n * seq.num_computed + n * (n + 1) / 2
-            if n != 1 or seq.num_computed + 1 != seq.target:
+            kv_read += done + n
+            pairs += n * done + n * (n + 1) / 2
+            if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
                 pure = False
         seqs = len(entries)
         return Step(entries, BatchShape(tokens, seqs, kv_read, pairs, drafts), pure)
@@ -218,7 +222,8 @@ class EngineCore:
             if seq.aborted:
                 continue
             seq.num_computed += n
-            self._commit(seq)
+            if seq.committed < len(seq.hashes):  # full prompt blocks to share
+                self._commit(seq)
             if seq.num_computed < seq.target:
                 continue  # mid-prefill chunk
             g = 1
@@ -279,12 +284,14 @@ class EngineCore:
                 or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
             return 1
         per_step = self.tokens_per_step
-        if self.draft:  # stop before any sequence could reach its end mid-phase
-            k = min(int((s.max_tokens - s.num_output - 1) / per_step) for s in seqs)
-        else:  # the last step may finish sequences: finish_streak handles that exactly
-            k = min(s.max_tokens - s.num_output for s in seqs)
-        while k > 1 and self._streak_blocks(seqs, k, per_step) > self.pool.free_blocks:
-            k //= 2
+        left = min([s.max_tokens - s.num_output for s in seqs])
+        # with drafts, stop before any sequence could reach its end mid-phase; without, the
+        # last step may finish sequences (finish_streak handles that exactly)
+        k = int((left - 1) / per_step) if self.draft else left
+        if k > 1:
+            held = [(s.num_computed, len(s.blocks)) for s in seqs]
+            while k > 1 and self._streak_blocks(held, k, per_step) > self.pool.free_blocks:
+                k //= 2
         return max(k, 1)
 
     @property
@@ -309,51 +316,51 @@ class EngineCore:
             ends.append(t)
             j += 1
 
-    def _streak_blocks(self, seqs: Sequence[Seq], k: int, per_step: float) -> int:
-        """Blocks the sequences may need beyond what they hold, after ``k`` more steps."""
+    def _streak_blocks(self, held: Sequence[tuple[int, int]], k: int, per_step: float) -> int:
+        """Blocks the sequences (tokens computed, blocks held) may need beyond what they hold,
+        after ``k`` more steps."""
         grow = int(k * per_step) + 1 + self.draft
-        need = 0
-        for s in seqs:
-            extra = self.blocks_needed(s.num_computed + grow) - len(s.blocks)
-            if extra > 0:
-                need += extra
-        return need
+        bs = self.bs
+        return sum(max(0, -(-(computed + grow) // bs) - blocks) for computed, blocks in held)
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
-        pool = self.pool
+        allocate, bs, spec = self.pool.allocate, self.bs, self.draft
         any_done = False
         mean = self.accept_mean
+        first, last = ends[0], ends[-1]
+        emitted = 0
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
         for seq, _, _ in step.entries:
             if seq.aborted:
                 continue
             times: Sequence[float] | None = shared
-            if self.draft:
+            g = k
+            if spec:
                 # the credit recursion of finish() over k steps, in closed form
                 total_accepted = int(seq.credit + k * mean)
                 if want_times:
                     marks = np.floor(seq.credit + np.arange(k + 1) * mean)
                     times = np.repeat(shared, 1 + np.diff(marks).astype(np.int64))
                 seq.credit = seq.credit + k * mean - total_accepted
-                g = k + total_accepted
-            else:
-                g = k
-            seq.num_computed += g
-            need = self.blocks_needed(seq.num_computed + self.draft) - len(seq.blocks)
+                g += total_accepted
+            computed = seq.num_computed + g
+            need = -(-(computed + spec) // bs) - len(seq.blocks)
             if need > 0:
-                seq.blocks += pool.allocate(need)  # type: ignore[operator]
-            self._commit(seq)
+                seq.blocks += allocate(need)  # type: ignore[operator]
+            seq.num_computed = computed  # = target - 1: its last token is computed next step
+            if seq.committed < len(seq.hashes):  # full prompt blocks to share
+                self._commit(seq)
             seq.num_output += g
-            seq.num_computed = seq.target - 1
-            self.generation_tokens_total += g
+            emitted += g
             if seq.first_at < 0:
-                seq.first_at = ends[0]
+                seq.first_at = first
             if seq.num_output >= seq.max_tokens:
                 seq.done = any_done = True
             if seq.sink is not None:
-                seq.sink(seq, g, ends[-1], times)
+                seq.sink(seq, g, last, times)
+        self.generation_tokens_total += emitted
         if any_done:
             self._reap()
