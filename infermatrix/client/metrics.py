@@ -133,7 +133,8 @@ def peak_output_rate(pairs: Sequence[tuple[RequestRecord, Derived]], t0: float) 
     tokens = np.concatenate([d.event_tokens for _, d in pairs])
     buckets = np.trunc(times - t0).astype(np.int64)  # int(): toward zero
     buckets -= buckets.min()
-    return float(np.bincount(buckets, weights=tokens).max())
+    weights = tokens if (tokens != 1).any() else None  # one token per event: count events
+    return float(np.bincount(buckets, weights=weights).max())
 
 
 def compute(
@@ -184,14 +185,18 @@ def compute(
     }
     for name, xs in series.items():
         res.update(stats_ms(name, xs, percentiles, with_pcts=name in pct_metrics))
-    res.update(
-        stats_ms(
-            "itl_per_token",
-            _joined([d.itl_per_token for d in ds]),
-            percentiles,
-            with_pcts="itl" in pct_metrics,
+    if all(d.itl_per_token is d.itl for d in ds):  # one token per event: the same series
+        res.update({k.replace("_itl_ms", "_itl_per_token_ms"): v for k, v in res.items()
+                    if k.endswith("_itl_ms")})
+    else:
+        res.update(
+            stats_ms(
+                "itl_per_token",
+                _joined([d.itl_per_token for d in ds]),
+                percentiles,
+                with_pcts="itl" in pct_metrics,
+            )
         )
-    )
     med_tpot = res["median_tpot_ms"]
     res["interactivity"] = 1000.0 / med_tpot if med_tpot else None  # tok/s/user
     speeds = sorted(d.output_tokens / (d.e2el - d.ttft) for d in ds if d.e2el > d.ttft)
