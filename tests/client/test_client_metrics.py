@@ -118,6 +118,6 @@ def test_itl_per_token_spreads_a_gap_over_its_event_and_numpy_arrays_are_taken_a
     assert m["mean_itl_ms"] == pytest.approx(150)
     assert m["mean_itl_per_token_ms"] == pytest.approx((50 + 50 + 200) / 3)
     assert m["max_output_tokens_per_s"] == 4
-    arr = rec(0.0, [], [], usage=3)
-    arr.event_times, arr.event_texts = np.array([0.1, 0.2, 0.4]), ["a ", "b ", "c "]
+    arr = rec(0.0, [0.1, 0.2, 0.4], ["a ", "b ", "c "], usage=3)
+    arr.event_times = np.array(arr.event_times)  # what a virtual-time level hands over
     assert compute([arr], 0.0, 1.0, TOK, [50], ["itl"], {}) == compute(one, 0.0, 1.0, TOK, [50], ["itl"], {})
