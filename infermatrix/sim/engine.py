@@ -90,7 +90,8 @@ class RequestRecord:
 
     __slots__ = ("rid", "submitted_at", "prompt_tokens", "max_tokens", "cached_tokens",
                  "completion_tokens", "first_token_at", "finished_at", "token_times", "preemptions",
-                 "instance", "prefill_instance", "done", "aborted", "_seq", "_owner", "on_update")
+                 "instance", "prefill_instance", "done", "aborted", "_seq", "_owner", "on_update",
+                 "on_done")
 
     def __init__(self, rid: int, req: EngineRequest, t: float, record_times: bool,
                  on_update: Callable[[RequestRecord, int, float], None] | None):
@@ -111,6 +112,7 @@ class RequestRecord:
         self._seq: Seq | None = None
         self._owner: Instance | None = None
         self.on_update = on_update
+        self.on_done: Callable[[RequestRecord], None] | None = None
 
     def progress(self, seq: Seq, n: int, t: float, times: Sequence[float] | None = None) -> None:
         """The sink of its sequence: ``n`` tokens emitted, the last at ``t`` (see Sink)."""
@@ -128,6 +130,8 @@ class RequestRecord:
             self.preemptions += seq.preemptions
         if self.on_update is not None:
             self.on_update(self, n, t)
+        if self.done and self.on_done is not None:
+            self.on_done(self)
 
     @property
     def ttft(self) -> float:
@@ -273,11 +277,14 @@ class Deployment:
         return None
 
     def submit(self, req: EngineRequest,
-               on_update: Callable[[RequestRecord, int, float], None] | None = None) -> RequestRecord:
+               on_update: Callable[[RequestRecord, int, float], None] | None = None, *,
+               on_done: Callable[[RequestRecord], None] | None = None) -> RequestRecord:
         """Start serving ``req`` at the kernel's current time. ``on_update(record, n, t)`` is
-        called for every n tokens emitted at model time t (record.done tells the end)."""
+        called for every n tokens emitted at model time t (record.done tells the end);
+        ``on_done(record)`` only once, at the end (cheaper when nothing streams)."""
         self._rid += 1
         rec = RequestRecord(self._rid, req, self.kernel.now, self.record_times, on_update)
+        rec.on_done = on_done
         if self.prefill_instances:
             i = self.router.pick(self.prefill_instances, req.hashes, req.session)
             inst = self.prefill_instances[i]

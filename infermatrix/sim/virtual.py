@@ -125,12 +125,10 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
                 release_children(i)
                 continue
             in_flight += 1
-            deployment.submit(ereq, lambda rec, n, t, i=i: on_update(i, rec))
+            deployment.submit(ereq, on_done=lambda rec, i=i: on_done(i, rec))
 
-    def on_update(i: int, rec: RequestRecord) -> None:
+    def on_done(i: int, rec: RequestRecord) -> None:
         nonlocal in_flight
-        if not rec.done:
-            return
         res = results[i]
         assert res is not None
         res.completion_tokens = rec.completion_tokens
