@@ -131,7 +131,7 @@ def peak_output_rate(pairs: Sequence[tuple[RequestRecord, Derived]], t0: float) 
         return 0.0
     times = np.concatenate([np.asarray(rec.event_times, dtype=np.float64) for rec, _ in pairs])
     tokens = np.concatenate([d.event_tokens for _, d in pairs])
-    buckets = np.trunc(times - t0).astype(np.int64)  # int(): toward zero
+    buckets = (times - t0).astype(np.int64)  # as int(): toward zero
     buckets -= buckets.min()
     weights = tokens if (tokens != 1).any() else None  # one token per event: count events
     return float(np.bincount(buckets, weights=weights).max())

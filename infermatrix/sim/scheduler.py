@@ -321,7 +321,12 @@ class EngineCore:
         after ``k`` more steps."""
         grow = int(k * per_step) + 1 + self.draft
         bs = self.bs
-        return sum(max(0, -(-(computed + grow) // bs) - blocks) for computed, blocks in held)
+        need = 0
+        for computed, blocks in held:
+            extra = -(-(computed + grow) // bs) - blocks
+            if extra > 0:
+                need += extra
+        return need
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
