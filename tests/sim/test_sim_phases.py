@@ -16,7 +16,7 @@ from sim_helpers import catalog, config
 
 from infermatrix.launch.virtual import measure_level, result_numbers
 from infermatrix.plan.jobs import plan_sweep
-from infermatrix.sim import SimRequest, simulate
+from infermatrix.sim import SimRequest, segment_hashes, simulate
 
 LEVELS = [
     ("llama-3.1-70b-instruct/mi355x-vllm-fp8", "fixed-1k-1k", 8),
@@ -57,3 +57,36 @@ def test_open_loop_arrivals_cut_phases_where_stepping_admits_them() -> None:
     for a, b in zip(fast.results, slow.results, strict=True):
         assert a.completion_tokens == b.completion_tokens
         assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
+
+
+def _chains(lanes: int, turns: int, block_size: int) -> list[SimRequest]:
+    """Agentic lanes as a capacity search plays them: each turn resends the conversation
+    (a shared system prompt, earlier turns and answers: prefix-cache hits), after the previous
+    turn and a tool delay."""
+    reqs: list[SimRequest] = []
+    for lane in range(lanes):
+        segments: list = [("system", 1500)]
+        prev = None
+        for t in range(turns):
+            segments = [*segments, (("user", lane, t), 200 + 37 * ((lane + t) % 5))]
+            out = 40 + 23 * ((lane * 3 + t) % 7)
+            reqs.append(SimRequest(sum(n for _, n in segments), out, session=f"lane-{lane}",
+                                   hashes=segment_hashes(segments, block_size), after=prev,
+                                   delay=0.0 if prev is None else 0.2 + 0.05 * (t % 3)))
+            prev = len(reqs) - 1
+            segments = [*segments, (("answer", lane, t), out)]
+    return reqs
+
+
+def test_agentic_chains_in_decode_phases_equal_stepping() -> None:
+    cfg = config("H200", tp=4, instances=2, router_policy="cache_aware", max_num_seqs=32)
+    reqs = _chains(12, 6, cfg.block_size)
+    fast = simulate(cfg, reqs, record_token_times=False)
+    slow = simulate(cfg, reqs, record_token_times=False, streaks=False)
+    assert fast.steps == slow.steps
+    assert sum(r.cached_tokens for r in fast.results) > 0
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert (a.instance, a.cached_tokens, a.completion_tokens) == (
+            b.instance, b.cached_tokens, b.completion_tokens)
+        assert (a.sent_at, a.first_token_at, a.finished_at) == pytest.approx(
+            (b.sent_at, b.first_token_at, b.finished_at), abs=1e-9)
