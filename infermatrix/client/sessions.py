@@ -274,7 +274,12 @@ async def run_level(
             run_cfg, headers = _session_settings(cfg, affinity, _cid(session, reuse))
             for t in range(start, len(session.turns)):
                 turn = session.turns[t]
-                if perf_counter() >= t_stop:
+                # one clock reading decides both whether the turn is sent and whether it is
+                # measured: a turn started before the deadline is always measured, even when
+                # its request leaves (rec.start) after it — so the result's counts and the
+                # recorded turns agree by construction
+                decided = perf_counter()
+                if decided >= t_stop:
                     return
                 if (
                     plan.max_context_tokens
@@ -309,9 +314,7 @@ async def run_level(
                     tok,
                     tap,
                     t0,
-                    measured=rec.start >= t_measure
-                    and rec.start < t_stop
-                    and not (first_request and start > 0),
+                    measured=decided >= t_measure and not (first_request and start > 0),
                 )
                 turns.append(tr)
                 records.append(rec)

@@ -24,6 +24,7 @@ from .drain import drain, flush_prefix_cache
 from .monitor import GpuMonitor
 from .provenance import git_sha, host_facts, utc_now
 from .readiness import NotReady, wait_ready
+from .state import closing, opening, to_measure
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
@@ -171,7 +172,7 @@ def start_manifest(job: Job, out_dir: Path, run_id: str, launcher: str) -> tuple
         "schema_version": SCHEMA_VERSION, "kind": "job-manifest", "run_id": run_id,
         "job": job.model_dump(), "status": "running", "error": None, "levels": [],
         "started_at": utc_now(), "finished_at": None, "provenance": host_facts(),
-        "launcher": launcher,
+        "launcher": launcher, **opening(job_dir),  # state, owner; a resumed job's kept levels
     }
     write_json_atomic(job_dir / "manifest.json", manifest)
     return job_dir, manifest
@@ -208,6 +209,7 @@ def finish_manifest(job: Job, job_dir: Path, manifest: dict[str, Any]) -> None:
     manifest["levels"].extend({"concurrency": c, "status": "skipped", "file": None, "error": None}
                               for c in job.concurrency if c not in done)
     manifest["finished_at"] = utc_now()
+    manifest["state"] = closing(manifest)
     write_json_atomic(job_dir / "manifest.json", manifest)
 
 
@@ -240,7 +242,7 @@ def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         evals = JobEvals.for_job(cat, job, log)
         target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
         manifest["evals"] = []
-        for i, conc in enumerate(job.concurrency):
+        for i, conc in enumerate(to_measure(job.concurrency, manifest)):
             between = _between_levels(cat, job, deployment) if i else {}
             started = utc_now()
             t0 = time.perf_counter()
@@ -267,6 +269,7 @@ def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         manifest["status"], manifest["error"] = "failed", str(exc)
     except (KeyboardInterrupt, Interrupted) as exc:
         manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
+        manifest["state"] = "interrupted"
         interrupted = exc
     except Exception as exc:  # recorded, never lost: the manifest says what broke
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"

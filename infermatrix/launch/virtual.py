@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
 from .job import (
+    Interrupted,
     JobOutcome,
     bench_config,
     error_rate_problem,
@@ -30,6 +31,7 @@ from .job import (
     start_manifest,
 )
 from .provenance import git_sha, utc_now
+from .state import to_measure
 
 if TYPE_CHECKING:  # the client and the simulator are imported late, when a level runs
     from ..client.config import BenchConfig
@@ -136,7 +138,7 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
     job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
     block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
     try:
-        for conc in job.concurrency:
+        for conc in to_measure(job.concurrency, manifest):
             started = utc_now()
             t0 = time.perf_counter()
             result = measure_level(cat, job, conc)
@@ -144,6 +146,10 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
             record_level(job_dir, manifest, result, block, conc, started, error, {})
             log(level_line(conc, result, time.perf_counter() - t0))
         manifest["status"] = overall_status(manifest["levels"])
+    except (KeyboardInterrupt, Interrupted) as exc:  # a signal stops the sweep, not just this job
+        manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
+        manifest["state"] = "interrupted"
+        raise
     except Exception as exc:  # recorded, never lost: the manifest says what broke
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
     finally:

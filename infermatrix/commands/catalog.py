@@ -16,8 +16,9 @@ from pathlib import Path
 
 from ..catalog.loader import default_root, load_catalog
 from ..catalog.yamlsrc import CatalogError
+from ..engines.flags import RenderError
 from ..jsonio import write_json_atomic
-from .flags import RenderError
+from ..report.catalog_page import build
 
 DEFAULT_OUTPUT = Path("docs/catalog.md")
 
@@ -49,8 +50,6 @@ def _json_text(data: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.catalog_page import build  # report sits above engines
-
     root = (args.root or default_root()).resolve()
     output = args.output or root / DEFAULT_OUTPUT
     data, page = build(load_catalog(root))

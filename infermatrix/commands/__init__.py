@@ -1,0 +1,4 @@
+"""The CLI layer's subcommands that wire several packages together (docs/architecture.md):
+``catalog`` (engines' rendering into report's catalog page) and ``collect`` / ``report`` /
+``compare`` (results, evals and report). They may import every package; no package imports
+them."""
