@@ -338,17 +338,16 @@ class EngineCore:
         first, last = ends[0], ends[-1]
         emitted = 0
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
-        for seq, _, _ in step.entries:
-            if seq.aborted:
-                continue
+        seqs = [seq for seq, _, _ in step.entries if not seq.aborted]
+        spec_times = self._spec_times(seqs, shared) if spec and want_times else None
+        for i, seq in enumerate(seqs):
             times: Sequence[float] | None = shared
             g = k
             if spec:
                 # the credit recursion of finish() over k steps, in closed form
                 total_accepted = int(seq.credit + k * mean)
-                if want_times:
-                    marks = np.floor(seq.credit + np.arange(k + 1) * mean)
-                    times = np.repeat(shared, 1 + np.diff(marks).astype(np.int64))
+                if spec_times is not None:
+                    times = spec_times[i]
                 seq.credit = seq.credit + k * mean - total_accepted
                 g += total_accepted
             computed = seq.num_computed + g
@@ -369,3 +368,14 @@ class EngineCore:
         self.generation_tokens_total += emitted
         if any_done:
             self._reap()
+
+    def _spec_times(self, seqs: Sequence[Seq], ends: np.ndarray) -> list[np.ndarray]:
+        """Per sequence, the time of each token of a phase under speculative decoding: a step
+        emits 1 + the drafts accepted in it, as finish()'s credit recursion accepts them (the
+        whole batch in one numpy pass, then one view per sequence)."""
+        k = len(ends)
+        credits = np.array([s.credit for s in seqs])
+        marks = np.floor(credits[:, None] + np.arange(k + 1) * self.accept_mean)
+        counts = 1 + np.diff(marks, axis=1).astype(np.int64)  # tokens per sequence per step
+        flat = np.repeat(np.tile(ends, len(seqs)), counts.ravel())
+        return np.split(flat, np.cumsum(counts.sum(axis=1))[:-1])
