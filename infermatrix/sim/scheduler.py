@@ -218,13 +218,16 @@ class EngineCore:
         """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
         self.steps_total += 1
         any_done = False
+        emitted = 0
         for seq, n, draft in step.entries:
             if seq.aborted:
                 continue
-            seq.num_computed += n
+            computed = seq.num_computed + n
+            seq.num_computed = computed
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
-            if seq.num_computed < seq.target:
+            target = seq.prompt_len + seq.num_output
+            if computed < target:
                 continue  # mid-prefill chunk
             g = 1
             if draft:
@@ -234,10 +237,15 @@ class EngineCore:
                 g += accepted
             g = min(g, seq.max_tokens - seq.num_output)
             seq.num_output += g
-            seq.num_computed = seq.target - 1
-            self._emit(seq, g, t)
+            seq.num_computed = target + g - 1
+            emitted += g
+            if seq.first_at < 0:
+                seq.first_at = t
             if seq.num_output >= seq.max_tokens:
-                any_done = True
+                seq.done = any_done = True
+            if seq.sink is not None:
+                seq.sink(seq, g, t, None)
+        self.generation_tokens_total += emitted
         if any_done:
             self._reap()
 
@@ -247,15 +255,6 @@ class EngineCore:
             for j in range(seq.committed, full):
                 self.pool.commit(seq.blocks[j], seq.hashes[j])
             seq.committed = full
-
-    def _emit(self, seq: Seq, g: int, t: float) -> None:
-        self.generation_tokens_total += g
-        if seq.first_at < 0:
-            seq.first_at = t
-        if seq.num_output >= seq.max_tokens:
-            seq.done = True
-        if seq.sink is not None:
-            seq.sink(seq, g, t, None)
 
     def _reap(self) -> None:
         keep = []
