@@ -180,7 +180,8 @@ def _validate(args: argparse.Namespace) -> int:
     cat = load_catalog(args.catalog_root)
     print("SIMULATED vs published (infermatrix sim validate)")
     print(f"{'split':9s} {'id':46s} {'metric':19s} {'published':>10s} {'simulated':>10s}  error")
-    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True))
+    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True),
+                        log=lambda line: print(line, file=sys.stderr, flush=True))
     print()
     verdict = 0
     for split in ("calibrate", "report"):

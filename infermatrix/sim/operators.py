@@ -47,12 +47,13 @@ class StepModel:
     def __init__(self, cfg: SimConfig, tables: EfficiencyTables | None = None):
         t = tables or default_tables()
         hw, vendor, dtype = cfg.hardware, cfg.vendor, cfg.matmul_dtype
-        gemm = t.operator("gemm", hw, vendor, dtype)
-        moe = t.operator("grouped_gemm", hw, vendor, dtype)
-        att_d = t.operator("attention_decode", hw, vendor)
-        att_p = t.operator("attention_prefill", hw, vendor)
-        elem = t.operator("elementwise", hw, vendor)
-        samp = t.operator("sampling", hw, vendor)
+        tun = cfg.tuning
+        gemm = t.operator("gemm", hw, vendor, dtype, tun)
+        moe = t.operator("grouped_gemm", hw, vendor, dtype, tun)
+        att_d = t.operator("attention_decode", hw, vendor, fallback=tun)
+        att_p = t.operator("attention_prefill", hw, vendor, fallback=tun)
+        elem = t.operator("elementwise", hw, vendor, fallback=tun)
+        samp = t.operator("sampling", hw, vendor, fallback=tun)
         arch = t.architectures
         eng = t.engines.get(cfg.engine) or t.engines["vllm"]  # type: ignore[call-overload]
         self.cfg = cfg
@@ -79,6 +80,7 @@ class StepModel:
         else:
             p_attn = 2 * h * h + 2 * h * cfg.kv_heads * head_dim
         self.experts = cfg.moe_experts if cfg.moe_experts > cfg.moe_active_experts else 0
+        self.miss = 1.0
         self.k = cfg.moe_active_experts
         p_expert = cfg.expert_params / self.experts / L if self.experts else 0.0
         p_dense = max(cfg.active_params / L - p_attn - self.k * p_expert, 0.02 * cfg.active_params / L)
@@ -88,11 +90,11 @@ class StepModel:
         gemm_bw = bw * gemm.memory_eff
         self.attn_proj_s_tok = 2 * p_attn / tpa / gemm_flops
         self.attn_proj_w = p_attn * b / tpa / gemm_bw
-        self.attn_proj_floor = (5 if mla else 3) * gemm.floor_us * US
+        self.attn_proj_max = max(self.attn_proj_w, (5 if mla else 3) * gemm.floor_us * US)
         # dense MLP / shared experts: split over the attention TP group (replicated per DP rank)
         self.dense_s_tok = 2 * p_dense / tpa / gemm_flops
         self.dense_w = p_dense * b / tpa / gemm_bw
-        self.dense_floor = 2 * gemm.floor_us * US
+        self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
         if self.experts:
@@ -103,6 +105,8 @@ class StepModel:
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             self.moe_skew = moe.imbalance if cfg.ep > 1 else 1.0
             self.ep_ranks = cfg.ep
+            self.ep_log2 = 2.0 * math.log(max(cfg.ep, 1))
+            self.miss = 1.0 - self.k / self.experts
         # ---- attention
         kv_layer = cfg.kv_bytes_per_token / L
         kv_split = 1 if mla else min(tpa, cfg.kv_heads)
@@ -127,8 +131,10 @@ class StepModel:
         self.pre_s_pair = per_pair_prefill / tpa / pre_flops
         self.index_s_pos = (2 * arch.indexer_heads * arch.indexer_dim / dec_flops) if self.sparse else 0.0
         self.kv_read_s_pre = kv_layer / kv_split / (bw * att_p.memory_eff)
-        self.att_floor_d = att_d.floor_us * US * (2 if self.sparse else 1)
-        self.att_floor_p = att_p.floor_us * US * (2 if self.sparse else 1)
+        # kernels per layer: GQA one; MLA split-KV + combine; DSA adds indexer and top-k
+        att_kernels = 4 if self.sparse else 2 if mla else 1
+        self.att_floor_d = att_d.floor_us * US * att_kernels
+        self.att_floor_p = att_p.floor_us * US * att_kernels
 
         # ---- element-wise kernels (norms, rotary, activation, residuals)
         self.elem_s_tok = 8 * h * ACT_BYTES / (bw * elem.memory_eff)
@@ -183,8 +189,7 @@ class StepModel:
         """Seconds to read the routed experts a batch of ``tokens`` touches, per layer."""
         if not self.experts:
             return 0.0
-        touched = self.experts * (1.0 - (1.0 - self.k / self.experts) ** tokens)
-        return touched * self.moe_w_expert
+        return self.experts * (1.0 - self.miss ** tokens) * self.moe_w_expert
 
     def weights_s(self, tokens: float) -> float:
         """Time to stream the weights one step touches (every layer): the memory floor."""
@@ -193,20 +198,21 @@ class StepModel:
     def _moe_layer(self, tokens: float) -> float:
         assign = tokens * self.k
         per_expert = assign / self.experts
-        eff = per_expert / (per_expert + self.moe_half)
         skew = self.moe_skew
         if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
             mean = assign / self.ep_ranks
-            skew *= 1.0 + math.sqrt(2.0 * math.log(self.ep_ranks) / max(mean, 1.0))
-        compute = self.moe_s_assign * assign * skew / max(eff, 1e-6)
-        return max(compute, self.expert_weights_s(tokens), self.moe_floor)
+            skew *= 1.0 + math.sqrt(self.ep_log2 / (mean if mean > 1.0 else 1.0))
+        # compute / eff(t) with eff(t) = t / (t + tokens_half) folded in
+        compute = self.moe_s_assign * skew * (assign + self.moe_half * self.experts)
+        memory = self.expert_weights_s(tokens)
+        return max(compute, memory, self.moe_floor)
 
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
                          decode: bool) -> float:
         if decode:
-            ctx = kv_r / seqs_r if seqs_r else 0.0
+            ctx = kv_r / seqs_r
             if self.sparse:
-                attended = min(ctx, self.topk)
+                attended = ctx if ctx < self.topk else self.topk
             elif self.sliding:
                 attended = self.window_share * ctx + (1 - self.window_share) * min(ctx, self.window)
             else:
@@ -231,14 +237,18 @@ class StepModel:
         if seqs == 0:
             return 0.0
         work = tokens + draft_tokens
-        decode = tokens <= seqs
         # the busiest attention-DP rank holds ceil(seqs / dp) of the sequences
-        rank = math.ceil(seqs / self.dpa) / seqs if self.dpa > 1 else 1.0
+        dpa = self.dpa
+        rank = -(-seqs // dpa) / seqs if dpa > 1 else 1.0
         w_r = work * rank
-        layer = (max(self.attn_proj_s_tok * w_r, self.attn_proj_w, self.attn_proj_floor)
-                 + max(self.dense_s_tok * w_r, self.dense_w, self.dense_floor)
-                 + max(self.elem_s_tok * w_r, self.elem_floor)
-                 + self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank, decode)
+        a = self.attn_proj_s_tok * w_r
+        d = self.dense_s_tok * w_r
+        e = self.elem_s_tok * w_r
+        layer = ((a if a > self.attn_proj_max else self.attn_proj_max)
+                 + (d if d > self.dense_max else self.dense_max)
+                 + (e if e > self.elem_floor else self.elem_floor)
+                 + self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
+                                         tokens <= seqs)
                  + (self.comm_fixed + self.comm_s_tok * w_r) * self.comm_visible)
         if self.experts:
             layer += self._moe_layer(work)
@@ -246,7 +256,10 @@ class StepModel:
                + self.sample_fixed + self.sample_s_seq * seqs)
         if draft_tokens:
             # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch
-            passes = draft_tokens / seqs
-            gpu += passes * (layer + self.sample_fixed)
-        host = self.host_fixed + self.host_s_seq * seqs + self.host_s_prefill * max(0, tokens - seqs)
-        return max(gpu, host) if self.overlap else gpu + host
+            gpu += draft_tokens / seqs * (layer + self.sample_fixed)
+        host = self.host_fixed + self.host_s_seq * seqs
+        if tokens > seqs:
+            host += self.host_s_prefill * (tokens - seqs)
+        if self.overlap:
+            return gpu if gpu > host else host
+        return gpu + host

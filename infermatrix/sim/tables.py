@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..catalog.loader import _validation_problems  # noqa: PLC2701
 from ..catalog.yamlsrc import CatalogError, load_yaml
+from .tuning import DEFAULT_TUNING, Tuning
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 EFFICIENCY_FILE = DATA_DIR / "efficiency.yaml"
@@ -35,8 +36,8 @@ class OperatorRow(_Strict):
     and the shortest time one kernel of it takes (launch + tail)."""
 
     op: Op
-    hardware: str = "*"
-    """a hardware name from matrix/hardware.yaml, ``vendor:NAME``, or ``*``"""
+    hardware: str | list[str] = "*"
+    """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
     compute_eff: Share = 1.0
     memory_eff: Share = 1.0
@@ -100,13 +101,15 @@ class EfficiencyTables(_Strict):
     acceptance: list[AcceptanceRow]
     architectures: Architectures
 
-    def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*") -> OperatorRow:
-        """The most specific row for ``op`` on this hardware and dtype."""
+    def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*",
+                 fallback: Tuning = DEFAULT_TUNING) -> OperatorRow:
+        """The most specific row for ``op`` on this hardware and dtype; for hardware no row
+        covers, a row made of tuning.py's defaults."""
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
             if row.op != op:
                 continue
-            if row.hardware == hardware:
+            if row.hardware == hardware or (isinstance(row.hardware, list) and hardware in row.hardware):
                 hw_score = 2
             elif row.hardware == f"vendor:{vendor}":
                 hw_score = 1
@@ -119,9 +122,7 @@ class EfficiencyTables(_Strict):
             score = hw_score * 2 + (row.dtype != "*")
             if best is None or score > best[0]:
                 best = (score, row)
-        if best is None:
-            raise KeyError(f"{EFFICIENCY_FILE.name} has no '*' row for operator {op!r}")
-        return best[1]
+        return best[1] if best else _tuning_row(op, fallback)
 
     def acceptance_rate(self, method: str | None, dataset: str | None) -> float:
         """Per-draft-token acceptance for a speculative method on a kind of text."""
@@ -134,6 +135,20 @@ class EfficiencyTables(_Strict):
             if best is None or score > best[0]:
                 best = (score, row.rate)
         return best[1] if best else 0.7
+
+
+def _tuning_row(op: str, t: Tuning) -> OperatorRow:
+    """tuning.py's roofline constants as an operator row (hardware the tables do not cover)."""
+    floor = t.per_layer_overhead_s * 1e6
+    moe = op == "grouped_gemm"
+    return OperatorRow(
+        op=op,  # type: ignore[arg-type]
+        compute_eff=t.compute_efficiency,
+        memory_eff=t.moe_memory_efficiency if moe else t.memory_efficiency,
+        floor_us=t.step_overhead_s * 1e6 if op == "sampling" else floor,
+        per_seq_us=t.per_seq_overhead_s * 1e6 if op == "sampling" else 0.0,
+        tokens_half=1.0 if moe else None,
+        source="infermatrix/sim/tuning.py defaults (hardware not in the tables)")
 
 
 def fabric_name(vendor: str, scale_up_domain: int, group: int) -> str:

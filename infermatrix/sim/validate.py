@@ -138,39 +138,39 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
 CapacityFn = Callable[[Catalog, PublishedRow], float]
 
 
-def _agentic_capacity() -> CapacityFn | None:
+def _agentic_capacity(log: Callable[[str], None] | None) -> CapacityFn | None:
     try:
         module = importlib.import_module("infermatrix.capacity.virtual")
     except ImportError:
         return None
-    fn = getattr(module, "virtual_capacity", None)
-    if fn is None:
+    search = getattr(module, "virtual_capacity", None)
+    if search is None:
         return None
+    docs: dict[tuple[str, str], dict[str, Any]] = {}  # one search serves every tier
 
     def run(cat: Catalog, row: PublishedRow) -> float:
-        result = fn(cat, row.recipe, row.workload)
-        return _agents_per_gpu(result, row.tier or "")
+        assert row.recipe and row.workload
+        key = (row.recipe, row.workload)
+        if key not in docs:
+            docs[key] = search(cat, row.recipe, row.workload, log=log)
+        return _agents_per_gpu(docs[key], row.tier or "")
 
     return run
 
 
-def _agents_per_gpu(result: Any, tier: str) -> float:
-    """Pull agents/GPU for one tier out of whatever the capacity search returns."""
-    tiers = getattr(result, "tiers", None) or (result.get("tiers") if isinstance(result, dict) else None)
-    for t in tiers or []:
-        name = getattr(t, "name", None) or getattr(getattr(t, "tier", None), "name", None) or (
-            t.get("name") if isinstance(t, dict) else None)
-        if name == tier:
-            for key in ("agents_per_gpu", "per_gpu"):
-                v = getattr(t, key, None) if not isinstance(t, dict) else t.get(key)
-                if v is not None:
-                    return float(v)
+def _agents_per_gpu(doc: dict[str, Any], tier: str) -> float:
+    """agents/GPU of one tier in a capacity document."""
+    for t in doc.get("tiers", []):
+        if t.get("tier", {}).get("name") == tier and t.get("agents_per_gpu") is not None:
+            return float(t["agents_per_gpu"])
     raise ValueError(f"capacity search gave no agents/GPU for tier {tier}")
 
 
 def run_rows(cat: Catalog, rows: Sequence[PublishedRow],
-             progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    capacity = _agentic_capacity()
+             progress: Callable[[Outcome], None] | None = None,
+             log: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Simulate every row; ``log`` gets the capacity searches' progress lines."""
+    capacity = _agentic_capacity(log)
     out = []
     for row in rows:
         try:
