@@ -197,7 +197,6 @@ class StepModel:
 
     def _moe_layer(self, tokens: float) -> float:
         assign = tokens * self.k
-        per_expert = assign / self.experts
         skew = self.moe_skew
         if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
             mean = assign / self.ep_ranks
