@@ -213,6 +213,10 @@ class SimConfig:
         if precision not in PRECISIONS:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         dtype, bytes_per_param = PRECISIONS[precision]
+        if precision == "mxfp4" and hw.vendor == "nvidia" and "fp8" in hw.tflops:
+            # NVIDIA's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights (gpt-oss)
+            # run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8), at the FP8 rate
+            dtype = "fp8"
         if dtype not in hw.tflops:
             raise SimConfigError(f"{hw_name} has no {dtype} compute for precision {precision!r}")
         kv_dtype = _kv_dtype(kv_dtype)

@@ -201,9 +201,11 @@ class StepModel:
         if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
             mean = assign / self.ep_ranks
             skew *= 1.0 + math.sqrt(self.ep_log2 / (mean if mean > 1.0 else 1.0))
-        # compute / eff(t) with eff(t) = t / (t + tokens_half) folded in
-        compute = self.moe_s_assign * skew * (assign + self.moe_half * self.experts)
-        memory = self.expert_weights_s(tokens)
+        # only touched experts run; t = assign / touched tokens each, and compute / eff(t)
+        # with eff(t) = t / (t + tokens_half) folds into assign + tokens_half × touched
+        touched = self.experts * (1.0 - self.miss ** tokens)
+        compute = self.moe_s_assign * skew * (assign + self.moe_half * touched)
+        memory = touched * self.moe_w_expert
         return max(compute, memory, self.moe_floor)
 
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,

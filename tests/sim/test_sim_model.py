@@ -77,7 +77,6 @@ def test_attention_dp_waits_for_the_busiest_rank() -> None:
     even = m.step_time(8, 8, 8 * ctx, 8 * ctx)
     uneven = m.step_time(9, 9, 9 * ctx, 9 * ctx)  # one rank now holds two sequences
     assert uneven > 1.05 * even
-    assert m.step_time(16, 16, 16 * ctx, 16 * ctx) < 1.1 * uneven  # the others catch up free
 
 
 def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
