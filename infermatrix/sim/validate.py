@@ -136,6 +136,7 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
 
 # agents_per_gpu(cat, row) -> agents per GPU; found lazily (the capacity search lives elsewhere)
 CapacityFn = Callable[[Catalog, PublishedRow], float]
+SKIPPED = "skipped"
 
 
 def _agentic_capacity(log: Callable[[str], None] | None) -> CapacityFn | None:
@@ -168,14 +169,17 @@ def _agents_per_gpu(doc: dict[str, Any], tier: str) -> float:
 
 def run_rows(cat: Catalog, rows: Sequence[PublishedRow],
              progress: Callable[[Outcome], None] | None = None,
-             log: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Simulate every row; ``log`` gets the capacity searches' progress lines."""
-    capacity = _agentic_capacity(log)
+             log: Callable[[str], None] | None = None, agentic: bool = True) -> list[Outcome]:
+    """Simulate every row; ``log`` gets the capacity searches' progress lines. With
+    ``agentic`` false the agents/GPU rows (a capacity search each: slow) are skipped."""
+    capacity = _agentic_capacity(log) if agentic else None
     out = []
     for row in rows:
         try:
             if row.metric == "agents_per_gpu":
-                if capacity is None:
+                if not agentic:
+                    outcome = Outcome(row, None, SKIPPED + " (capacity search; --agentic runs it)")
+                elif capacity is None:
                     outcome = Outcome(row, None, "needs infermatrix.capacity.virtual")
                 else:
                     outcome = Outcome(row, capacity(cat, row))
@@ -199,13 +203,17 @@ class Summary:
     median_signed: float  # median sim/pub − 1: the bias
 
     def line(self, name: str) -> str:
+        if not self.simulated:
+            return f"{name}: no rows simulated ({self.rows} rows)"
         return (f"{name}: {self.simulated}/{self.rows} rows simulated, median |error| "
                 f"{self.median_error:.0%}, within 20%: {self.within_20:.0%}, within 2x: "
                 f"{self.within_2x:.0%}, bias {self.median_signed:+.0%}")
 
 
 def summarise(outcomes: Sequence[Outcome]) -> Summary:
-    """Rows that could not be simulated count as misses in the shares."""
+    """Rows that could not be simulated count as misses in the shares; skipped rows do not
+    count."""
+    outcomes = [o for o in outcomes if not o.detail.startswith(SKIPPED)]
     errs = [o.error for o in outcomes if o.error is not None]
     ratios = [o.ratio for o in outcomes if o.ratio is not None]
     n = len(outcomes)
