@@ -1,8 +1,10 @@
-"""`infermatrix sim serve|info`: run the simulated engine, or print the numbers it would use.
+"""`infermatrix sim serve|info|validate`: run the simulated engine, print the numbers it would
+use, or check it against published results.
 
     infermatrix sim serve --recipe llama-3.1-70b-instruct/h200-vllm-fp8 --port 8123
     infermatrix sim serve --hardware H100 --model llama-3.1-70b-instruct --precision fp8 --tp 4
     python -m infermatrix.sim serve ...   (the same)
+    infermatrix sim validate --split report --check
 
 Mistakes a person can fix print one line on stderr and exit 2.
 """

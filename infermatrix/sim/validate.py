@@ -140,6 +140,9 @@ SKIPPED = "skipped"
 
 
 def _agentic_capacity(log: Callable[[str], None] | None) -> CapacityFn | None:
+    """The virtual capacity search, loaded only when agents/GPU rows run (``--agentic``): it
+    belongs to infermatrix.capacity, which uses the benchmark client's session machinery; the
+    simulator itself never imports the client."""
     try:
         module = importlib.import_module("infermatrix.capacity.virtual")
     except ImportError:
