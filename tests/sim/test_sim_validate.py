@@ -4,6 +4,7 @@ on)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from sim_helpers import catalog
 
 from infermatrix.catalog.yamlsrc import CatalogError
-from infermatrix.sim.tables import load_tables
+from infermatrix.sim.tables import EFFICIENCY_FILE, load_tables
 from infermatrix.sim.validate import load_published, run_rows, summarise
 
 # Bounds on the report rows: the acceptance bounds of issue 14 (median |error| <= 25%,
@@ -47,13 +48,13 @@ def test_a_bad_table_row_is_reported_with_file_and_line(tmp_path: Path) -> None:
 
 
 def test_a_bad_efficiency_table_is_reported_with_file_and_line(tmp_path: Path) -> None:
-    text = Path("infermatrix/sim/data/efficiency.yaml").read_text()
-    broken = text.replace("compute_eff: 0.62", "compute_eff: 1.62", 1)
+    text = EFFICIENCY_FILE.read_text()
+    broken = re.sub(r"compute_eff: [0-9.]+", "compute_eff: 1.5", text, count=1)
     path = tmp_path / "efficiency.yaml"
     path.write_text(broken)
     with pytest.raises(CatalogError) as exc:
         load_tables(path)
-    line = broken.splitlines().index("    compute_eff: 1.62") + 1
+    line = broken.splitlines().index("    compute_eff: 1.5") + 1
     assert [p.line for p in exc.value.problems] == [line]
 
 
