@@ -59,6 +59,7 @@ def test_a_bad_efficiency_table_is_reported_with_file_and_line(tmp_path: Path) -
 
 
 @pytest.mark.slow  # minutes: every report row simulated in virtual time
+@pytest.mark.timeout(1800)
 def test_report_rows_stay_within_the_accuracy_bounds() -> None:
     rows = [r for r in load_published() if r.split == "report" and r.metric != "agents_per_gpu"]
     outcomes = run_rows(catalog(), rows)
