@@ -90,8 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     val.add_argument("--check", action="store_true",
                      help="exit 1 unless the report rows meet the bounds: median |error| <= 25%%, "
                           ">= 80%% within 2x")
-    val.add_argument("--agentic", action="store_true",
-                     help="also run the agents/GPU rows (a virtual capacity search each: can take hours)")
     val.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
 
 
@@ -184,9 +182,7 @@ def _validate(args: argparse.Namespace) -> int:
     cat = load_catalog(args.catalog_root)
     print("SIMULATED vs published (infermatrix sim validate)")
     print(f"{'split':9s} {'id':46s} {'metric':19s} {'published':>10s} {'simulated':>10s}  error")
-    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True),
-                        log=lambda line: print(line, file=sys.stderr, flush=True),
-                        agentic=args.agentic)
+    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True))
     print()
     verdict = 0
     for split in ("calibrate", "report"):

@@ -8,7 +8,6 @@ to fit the efficiency tables, ``report`` rows never were, so only they measure t
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -134,23 +133,18 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     return tpot * 1000.0 if row.metric == "tpot_ms" else 1.0 / tpot
 
 
-# agents_per_gpu(cat, row) -> agents per GPU; found lazily (the capacity search lives elsewhere)
+# agents_per_gpu(cat, row) -> agents per GPU
 CapacityFn = Callable[[Catalog, PublishedRow], float]
 SKIPPED = "skipped"
 
 
-def _agentic_capacity(log: Callable[[str], None] | None) -> CapacityFn | None:
-    """The virtual capacity search, loaded only when agents/GPU rows run (``--agentic``): it
-    belongs to infermatrix.capacity, which uses the benchmark client's session machinery; the
-    simulator itself never imports the client."""
-    try:
-        module = importlib.import_module("infermatrix.capacity.virtual")
-    except ImportError:
-        return None
-    search = getattr(module, "virtual_capacity", None)
-    if search is None:
-        return None
-    docs: dict[tuple[str, str], dict[str, Any]] = {}  # one search serves every tier
+def capacity_runner(search: Callable[..., dict[str, Any]],
+                    log: Callable[[str], None] | None = None) -> CapacityFn:
+    """agents/GPU rows through an agentic capacity search in virtual time: ``search`` is
+    ``infermatrix.capacity.virtual.virtual_capacity`` (cat, recipe_id, workload, log=...) ->
+    capacity document. The caller passes it in: the simulator does not import the capacity
+    layer (which uses the benchmark client). One search serves every tier of a recipe."""
+    docs: dict[tuple[str, str], dict[str, Any]] = {}
 
     def run(cat: Catalog, row: PublishedRow) -> float:
         assert row.recipe and row.workload
@@ -172,18 +166,15 @@ def _agents_per_gpu(doc: dict[str, Any], tier: str) -> float:
 
 def run_rows(cat: Catalog, rows: Sequence[PublishedRow],
              progress: Callable[[Outcome], None] | None = None,
-             log: Callable[[str], None] | None = None, agentic: bool = True) -> list[Outcome]:
-    """Simulate every row; ``log`` gets the capacity searches' progress lines. With
-    ``agentic`` false the agents/GPU rows (a capacity search each: slow) are skipped."""
-    capacity = _agentic_capacity(log) if agentic else None
+             capacity: CapacityFn | None = None) -> list[Outcome]:
+    """Simulate every row. agents/GPU rows need ``capacity`` (see capacity_runner); without
+    it they are skipped and stay out of the summary."""
     out = []
     for row in rows:
         try:
             if row.metric == "agents_per_gpu":
-                if not agentic:
-                    outcome = Outcome(row, None, SKIPPED + " (capacity search; --agentic runs it)")
-                elif capacity is None:
-                    outcome = Outcome(row, None, "needs infermatrix.capacity.virtual")
+                if capacity is None:
+                    outcome = Outcome(row, None, SKIPPED + " (needs an agentic capacity search)")
                 else:
                     outcome = Outcome(row, capacity(cat, row))
             else:
