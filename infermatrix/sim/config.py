@@ -292,15 +292,19 @@ class SimConfig:
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode
+            # the recipe's speculative decoding, unless the overrides say otherwise
+            knobs = {
+                "spec_draft_tokens": spec.draft_tokens if spec else 0,
+                "spec_acceptance": (spec.acceptance_rate if spec.acceptance_rate is not None
+                                    else default_tables().acceptance_rate(spec.method, dataset))
+                if spec else None,
+                **knobs,
+            }
             return cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
                 tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, attention_dp=par.attention_dp,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
-                spec_draft_tokens=spec.draft_tokens if spec else 0,
-                spec_acceptance=(spec.acceptance_rate if spec.acceptance_rate is not None
-                                 else default_tables().acceptance_rate(spec.method, dataset))
-                if spec else None,
                 tuning=tuning, engine=recipe.engine.name, **knobs,
             )
 

@@ -86,3 +86,11 @@ def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
     cpu = t.operator("gemm", "CPU", "cpu", "bf16")
     assert "tuning.py" in cpu.source and cpu.compute_eff == 0.55
     assert t.acceptance_rate("mtp", "random") < t.acceptance_rate("mtp", "chat")
+
+
+def test_overrides_replace_the_recipes_speculative_decoding() -> None:
+    cfg = SimConfig.from_recipe(catalog(), DEP8, spec_draft_tokens=1, spec_acceptance=0.5)
+    assert (cfg.spec_draft_tokens, cfg.spec_acceptance) == (1, 0.5)
+    plain = SimConfig.from_recipe(catalog(), DEP8, dataset="random")
+    assert plain.spec_draft_tokens == 3
+    assert plain.spec_acceptance == default_tables().acceptance_rate("mtp", "random")
