@@ -1,5 +1,5 @@
 """The simulated inference engine: an OpenAI-compatible server over a continuous-batching
-scheduler and a roofline performance model, runnable in real time or in virtual time.
+scheduler and a per-operator performance model, runnable in real time or in virtual time.
 
 Python API:
     SimConfig.from_recipe(catalog, recipe_id) / SimConfig.from_parts(catalog, hw, model, precision, tp=...)

@@ -1,8 +1,10 @@
-"""`infermatrix sim serve|info`: run the simulated engine, or print the numbers it would use.
+"""`infermatrix sim serve|info|validate`: run the simulated engine, print the numbers it would
+use, or check it against published results.
 
     infermatrix sim serve --recipe llama-3.1-70b-instruct/h200-vllm-fp8 --port 8123
     infermatrix sim serve --hardware H100 --model llama-3.1-70b-instruct --precision fp8 --tp 4
     python -m infermatrix.sim serve ...   (the same)
+    infermatrix sim validate --split report --check
 
 Mistakes a person can fix print one line on stderr and exit 2.
 """
@@ -60,7 +62,7 @@ def _add_config_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="sim_command", metavar="{serve,info}")
+    sub = parser.add_subparsers(dest="sim_command", metavar="{serve,info,validate}")
     serve = sub.add_parser("serve", help="serve the OpenAI-compatible API of a simulated deployment")
     _add_config_arguments(serve)
     run = serve.add_argument_group("server")
@@ -76,6 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--log-level", default="INFO")
     info = sub.add_parser("info", help="print the numbers a simulated deployment runs on (JSON)")
     _add_config_arguments(info)
+    val = sub.add_parser("validate", help="simulate published results and compare (docs/sim.md)")
+    val.add_argument("--split", choices=("calibrate", "report", "all"), default="all",
+                     help="which rows to run (default all; 'report' rows were never fitted on)")
+    val.add_argument("--only", action="append", default=[], metavar="TEXT",
+                     help="run only rows whose id contains TEXT (repeatable)")
+    val.add_argument("--table", type=Path, help="published-results YAML (default: the built-in one)")
+    val.add_argument("--plot", type=Path, default=Path("sim-validate.png"),
+                     help="where to write the published-vs-simulated plot (default sim-validate.png)")
+    val.add_argument("--no-plot", action="store_true", help="skip the plot")
+    val.add_argument("--check", action="store_true",
+                     help="exit 1 unless the report rows meet the bounds: median |error| <= 25%%, "
+                          ">= 80%% within 2x")
+    val.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
 
 
 def build_config(args: argparse.Namespace) -> SimConfig:
@@ -149,15 +164,55 @@ def _serve(args: argparse.Namespace, config: SimConfig) -> int:
     return 0
 
 
+# acceptance bounds on the report rows (issue 14)
+MAX_MEDIAN_ERROR = 0.25
+MIN_WITHIN_2X = 0.80
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .validate import PUBLISHED_FILE, format_outcome, load_published, plot, run_rows, summarise
+
+    rows = load_published(args.table or PUBLISHED_FILE)
+    if args.split != "all":
+        rows = [r for r in rows if r.split == args.split]
+    if args.only:
+        rows = [r for r in rows if any(t in r.id for t in args.only)]
+    if not rows:
+        raise SimConfigError("no published rows match --split/--only")
+    cat = load_catalog(args.catalog_root)
+    print("SIMULATED vs published (infermatrix sim validate)")
+    print(f"{'split':9s} {'id':46s} {'metric':19s} {'published':>10s} {'simulated':>10s}  error")
+    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True))
+    print()
+    verdict = 0
+    for split in ("calibrate", "report"):
+        part = [o for o in outcomes if o.row.split == split]
+        if part:
+            summary = summarise(part)
+            print(summary.line(split))
+            if split == "report" and args.check and (summary.median_error > MAX_MEDIAN_ERROR
+                                                     or summary.within_2x < MIN_WITHIN_2X):
+                verdict = 1
+    if not args.no_plot:
+        plot(outcomes, args.plot)
+        print(f"plot: {args.plot}")
+    if verdict:
+        print(f"{PROG} validate: report rows miss the bounds (median |error| <= "
+              f"{MAX_MEDIAN_ERROR:.0%}, within 2x >= {MIN_WITHIN_2X:.0%})", file=sys.stderr)
+    return verdict
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description="The simulated inference engine.")
     add_arguments(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if not args.sim_command:
         parser.print_usage(sys.stderr)
-        print(f"{PROG}: choose a command: serve or info", file=sys.stderr)
+        print(f"{PROG}: choose a command: serve, info or validate", file=sys.stderr)
         return 2
     try:
+        if args.sim_command == "validate":
+            return _validate(args)
         if args.sim_command == "serve":
             if args.time_scale <= 0:
                 raise SimConfigError("--time-scale must be positive")

@@ -14,9 +14,13 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
 
 GB = 1e9
+# engines whose max batch size / token budget count per attention-DP rank (TensorRT-LLM
+# max_batch_size and max_num_tokens; vLLM runs one engine core per DP rank)
+PER_RANK_ENGINES = ("trtllm", "vllm")
 ROUTER_POLICIES = ("round_robin", "least_loaded", "cache_aware", "session", "random", "power_of_two")
 # router policy names as recipes spell them (sglang-router, vllm-router, trtllm, dynamo)
 POLICY_ALIASES = {
@@ -87,6 +91,12 @@ class SimConfig:
     prefill: SimConfig | None = None
     kv_transfer_bw: float = 0.0  # bytes/s for one prefill→decode handoff
     tuning: Tuning = field(default=DEFAULT_TUNING)
+    # what the per-operator model looks up in infermatrix/sim/data/efficiency.yaml
+    vendor: str = "nvidia"
+    engine: str = "vllm"
+    matmul_dtype: str = "bf16"
+    attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
+    attention_heads: int = 0  # 0: hidden_size / 128
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -188,14 +198,25 @@ class SimConfig:
         memory_fraction: float | None = None, block_size: int | None = None,
         prefix_caching: bool = True, max_model_len: int | None = None,
         spec_draft_tokens: int = 0, spec_acceptance: float | None = None,
-        kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1, router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING,
+        kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1,
+        router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
+        per_rank_limits: bool | None = None,
     ) -> SimConfig:
-        """A config from hardware and model (catalog names or schema objects) and knobs."""
+        """A config from hardware and model (catalog names or schema objects) and knobs.
+
+        ``engine`` (vllm, sglang, trtllm) picks the engine's overheads and limit semantics: under
+        attention data parallelism TensorRT-LLM's and vLLM's max batch size and token budget are
+        per rank (the instance admits dp × as many), SGLang's are for the whole instance.
+        ``per_rank_limits`` overrides that."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
         if precision not in PRECISIONS:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         dtype, bytes_per_param = PRECISIONS[precision]
+        if precision == "mxfp4" and hw.vendor == "nvidia" and "fp8" in hw.tflops:
+            # NVIDIA's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights (gpt-oss)
+            # run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8), at the FP8 rate
+            dtype = "fp8"
         if dtype not in hw.tflops:
             raise SimConfigError(f"{hw_name} has no {dtype} compute for precision {precision!r}")
         kv_dtype = _kv_dtype(kv_dtype)
@@ -216,6 +237,9 @@ class SimConfig:
             # (weights + share × (HBM − weights)) / HBM
             weights = mdl.total_params_b * 1e9 * bytes_per_param / _weight_shards(tp, pp, dp, ep, attention_dp)
             memory_fraction = (weights + kv_free_fraction * (hw.memory_gb * GB - weights)) / (hw.memory_gb * GB)
+        if per_rank_limits is None:
+            per_rank_limits = engine in PER_RANK_ENGINES
+        rank_scale = dp if attention_dp and per_rank_limits else 1
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -228,8 +252,8 @@ class SimConfig:
             moe_active_experts=mdl.moe_active_experts, bytes_per_param=bytes_per_param,
             kv_bytes_per_token=kv_bytes, max_model_len=min(max_model_len or mdl.max_context, mdl.max_context),
             tp=tp, pp=pp, dp=dp, ep=ep, attention_dp=attention_dp,
-            max_num_seqs=max_num_seqs or tuning.max_num_seqs,
-            max_num_batched_tokens=max_num_batched_tokens or tuning.max_num_batched_tokens,
+            max_num_seqs=(max_num_seqs or tuning.max_num_seqs) * rank_scale,
+            max_num_batched_tokens=(max_num_batched_tokens or tuning.max_num_batched_tokens) * rank_scale,
             memory_fraction=memory_fraction or tuning.memory_fraction,
             block_size=block_size or tuning.block_size, prefix_caching=prefix_caching,
             spec_draft_tokens=spec_draft_tokens,
@@ -237,6 +261,9 @@ class SimConfig:
                              else spec_acceptance) if spec_draft_tokens else 0.0,
             stream_interval=max(1, stream_interval),
             instances=instances, router_policy=canonical_policy(router_policy), tuning=tuning,
+            vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
+            attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
+            attention_heads=mdl.attention_heads,
         )
         cfg.check()
         return cfg
@@ -244,13 +271,14 @@ class SimConfig:
     @classmethod
     def from_recipe(cls, catalog: Catalog, recipe_id: str, *, served_model_name: str | None = None,
                     params: dict[str, Any] | None = None, tuning: Tuning = DEFAULT_TUNING,
-                    **overrides: Any) -> SimConfig:
+                    dataset: str | None = None, **overrides: Any) -> SimConfig:
         """The deployment a recipe describes.
 
         ``params`` binds ``${NAME}`` placeholders left to run time (``{"CONC": 64}`` for a recipe
         with ``max-num-seqs: ${CONC}``); an arg whose placeholder stays unbound is ignored.
         ``overrides`` are from_parts knobs (max_num_seqs=…, kv_dtype=…) applied to every pool,
-        over whatever the recipe says."""
+        over whatever the recipe says. ``dataset`` (random, chat, agentic, ...) picks the
+        speculative acceptance rate from the tables when the recipe gives none."""
         if recipe_id not in catalog.recipes:
             raise SimConfigError(f"unknown recipe {recipe_id!r} (see benchmarks/; e.g. "
                                  f"{next(iter(catalog.recipes), 'none')})")
@@ -264,14 +292,20 @@ class SimConfig:
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode
+            # the recipe's speculative decoding, unless the overrides say otherwise
+            knobs = {
+                "spec_draft_tokens": spec.draft_tokens if spec else 0,
+                "spec_acceptance": (spec.acceptance_rate if spec.acceptance_rate is not None
+                                    else default_tables().acceptance_rate(spec.method, dataset))
+                if spec else None,
+                **knobs,
+            }
             return cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
                 tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, attention_dp=par.attention_dp,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
-                spec_draft_tokens=spec.draft_tokens if spec else 0,
-                spec_acceptance=spec.acceptance_rate if spec else None,
-                tuning=tuning, **knobs,
+                tuning=tuning, engine=recipe.engine.name, **knobs,
             )
 
         pools = recipe.topology.pools
@@ -406,14 +440,14 @@ def _truthy(value: Any) -> bool:
 
 
 def _kv_transfer_bw(prefill: SimConfig, decode: SimConfig) -> float:
-    """One handoff streams over every GPU pair of the smaller instance; inside one scale-up
-    domain (NVL72) it rides NVLink, otherwise the scale-out NICs."""
+    """One handoff streams over every GPU pair of the smaller instance, on the fabric that joins
+    the two pools: NVLink inside one NVL72 domain, the scale-out NICs otherwise; at the fabric's
+    reachable share of its bandwidth (infermatrix/sim/data/efficiency.yaml)."""
     lanes = min(prefill.gpus, decode.gpus)
-    if prefill.total_gpus + decode.gpus * decode.instances <= decode.scale_up_domain:
-        per_lane = decode.scale_up_bw
-    else:
-        per_lane = decode.tuning.inter_node_gbps * GB
-    return per_lane * lanes
+    span = prefill.total_gpus + decode.gpus * decode.instances
+    fabric = fabric_name(decode.vendor, decode.scale_up_domain, span)
+    per_lane = decode.tuning.inter_node_gbps * GB if fabric == "infiniband" else decode.scale_up_bw
+    return per_lane * lanes * default_tables().fabrics[fabric].bw_eff
 
 
 def blocks_for(tokens: int, block_size: int) -> int:

@@ -1,8 +1,10 @@
-"""Every efficiency, overhead and default of the simulated engine, in one place.
+"""Defaults of the simulated engine, in one place.
 
-Hardware and model facts come from the catalog; what lives here is how far real engines fall
-short of the roofline and what they do when a recipe says nothing. docs/sim.md explains each
-value. Override any of them with ``--tuning NAME=VALUE`` (or ``Tuning(...)`` in Python).
+Hardware and model facts come from the catalog, and per-operator efficiencies of known hardware
+from data/efficiency.yaml (sourced, per hardware, dtype and operator). What lives here is the
+roofline used for hardware those tables do not cover, and what engines do when a recipe says
+nothing. docs/sim.md explains each value. Override any of them with ``--tuning NAME=VALUE`` (or
+``Tuning(...)`` in Python).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 @dataclass(frozen=True)
 class Tuning:
-    # --- roofline efficiencies (share of the datasheet peak a real engine reaches)
+    # --- roofline for hardware data/efficiency.yaml does not cover (share of the datasheet peak)
     compute_efficiency: float = 0.55
     """matmul FLOP/s actually reached by prefill-sized GEMMs (MFU)"""
     memory_efficiency: float = 0.80
@@ -22,19 +24,13 @@ class Tuning:
 
     # --- fixed costs
     step_overhead_s: float = 0.0008
-    """per engine step: scheduling, input preparation, launching the (graphed) forward pass"""
+    """per engine step (uncovered hardware): sampling and output handling"""
     per_layer_overhead_s: float = 0.000008
-    """per layer per step: kernel launch gaps and small ops that never reach the roofline"""
+    """per kernel (uncovered hardware): launch gap and tail of one operator"""
     per_seq_overhead_s: float = 0.000004
-    """per sequence per step: sampling, detokenisation, output processing"""
+    """per sequence per step (uncovered hardware): sampling"""
 
     # --- communication
-    allreduce_latency_s: float = 0.000006
-    """one tensor-parallel all-reduce of a small message"""
-    all_to_all_latency_s: float = 0.000012
-    """one expert-parallel dispatch or combine"""
-    activation_bytes: float = 2.0
-    """bytes per activation element sent over the fabric (bf16)"""
     inter_node_gbps: float = 50.0
     """per-GPU scale-out bandwidth (one 400 Gb/s NIC per GPU), GB/s"""
     kv_transfer_latency_s: float = 0.002
@@ -42,9 +38,7 @@ class Tuning:
 
     # --- speculative decoding
     default_acceptance_rate: float = 0.7
-    """per-draft-token acceptance when the recipe gives none"""
-    draft_cost_fraction: float = 0.06
-    """one draft token costs this share of a target forward pass (MTP/EAGLE heads are small)"""
+    """per-draft-token acceptance when neither the recipe nor data/efficiency.yaml gives one"""
 
     # --- engine defaults when the recipe's args say nothing
     memory_fraction: float = 0.90

@@ -51,7 +51,10 @@ def _sessions(n_sessions: int, turns: int, block_size: int, system: int = 2000,
             segments = [*segments, (("user", s, t), turn_in)]
             prompt = sum(n for _, n in segments)
             reqs.append(SimRequest(prompt, turn_out, hashes=segment_hashes(segments, block_size),
-                                   session=f"conv-{s}", after=prev, delay=0.5 if prev is not None else 0.0,
+                                   session=f"conv-{s}", after=prev,
+                                   # uneven think times, so turns do not come back in lock-step
+                                   # (round robin would then keep each session on one instance)
+                                   delay=0.5 + 0.3 * ((7 * s + t) % 5) if prev is not None else 0.0,
                                    arrival=0.05 * s))
             prev = len(reqs) - 1
             segments = [*segments, (("answer", s, t), turn_out)]
@@ -133,7 +136,8 @@ def test_engine_knobs_come_from_args_and_engine_config_files() -> None:
     trt = SimConfig.from_recipe(cat, "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8")
     # decode pool config: max_batch_size 192, max_num_tokens 768, block reuse off,
     # free_gpu_memory_fraction 0.8 of what the weights leave, stream_interval 100, MTP 3
-    assert (trt.max_num_seqs, trt.max_num_batched_tokens, trt.prefix_caching) == (192, 768, False)
+    # (both per attention-DP rank under TensorRT-LLM: the DEP8 instance admits 8x as many)
+    assert (trt.max_num_seqs, trt.max_num_batched_tokens, trt.prefix_caching) == (8 * 192, 8 * 768, False)
     assert trt.stream_interval == 100 and trt.spec_draft_tokens == 3 and trt.kv_dtype == "fp8"
     free = trt.memory_bytes - trt.weight_bytes_per_gpu
     assert trt.kv_bytes_per_gpu == pytest.approx(0.8 * free)

@@ -1,0 +1,266 @@
+"""Per-operator step times: what one engine step costs, operator by operator.
+
+A step runs every layer once over the batch. Each operator of a layer takes
+``max(compute / (peak × compute_eff), bytes / (HBM × memory_eff), kernels × floor)`` on the
+busiest GPU, where the efficiencies and kernel floors come from
+infermatrix/sim/data/efficiency.yaml by hardware, dtype and operator:
+
+- attention projections (QKV + output; MLA's low-rank projections), sharded over attention TP;
+- attention itself, by architecture: GQA/MHA reads the whole context; MLA decodes absorbed (the
+  latent is read once, every head attends over it: compute-heavy) and prefills un-absorbed;
+  DeepSeek sparse attention reads the full context only through its small indexer keys and
+  attends to the top-k positions; sliding-window layers attend to the window;
+- MoE: gate, then grouped expert GEMMs whose compute efficiency follows the tokens each expert
+  gets (``eff × t / (t + tokens_half)``) and whose busiest rank carries the routing skew plus the
+  statistical spread of a finite batch; only the experts the batch touches are read;
+- dense MLP (dense layers, shared experts, LM head);
+- norms and other element-wise kernels;
+- collectives from the group size and the fabric (two all-reduces per layer for tensor
+  parallelism, dispatch + combine for expert parallelism, gather + scatter for attention DP
+  with tensor-split experts), partly hidden behind compute where the engine overlaps them;
+- sampling, MTP/EAGLE draft passes, and the engine's host work per step (scheduling, input
+  preparation, output processing) as a function of the batch, overlapped with the GPU where the
+  engine has an overlap scheduler.
+
+Under attention data parallelism each rank attends to its own sequences: the step waits for
+the rank with the most of them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .tables import EfficiencyTables, default_tables, fabric_name
+
+if TYPE_CHECKING:
+    from .config import SimConfig
+
+US = 1e-6
+ACT_BYTES = 2.0  # bf16 activations
+DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
+
+
+class StepModel:
+    """Step time of one engine instance for a batch's aggregates."""
+
+    def __init__(self, cfg: SimConfig, tables: EfficiencyTables | None = None):
+        t = tables or default_tables()
+        hw, vendor, dtype = cfg.hardware, cfg.vendor, cfg.matmul_dtype
+        tun = cfg.tuning
+        gemm = t.operator("gemm", hw, vendor, dtype, tun)
+        moe = t.operator("grouped_gemm", hw, vendor, dtype, tun)
+        att_d = t.operator("attention_decode", hw, vendor, fallback=tun)
+        att_p = t.operator("attention_prefill", hw, vendor, fallback=tun)
+        elem = t.operator("elementwise", hw, vendor, fallback=tun)
+        samp = t.operator("sampling", hw, vendor, fallback=tun)
+        arch = t.architectures
+        eng = t.engines.get(cfg.engine) or t.engines["vllm"]  # type: ignore[call-overload]
+        self.cfg = cfg
+        L = cfg.layers
+        h = cfg.hidden_size
+        heads = cfg.attention_heads or max(1, h // 128)
+        head_dim = h / heads
+        b = cfg.bytes_per_param
+        peak = cfg.peak_flops
+        attn_peak = cfg.attention_flops or peak
+        bw = cfg.hbm_bw
+        self.layers = L
+        self.dpa = cfg.dp if cfg.attention_dp else 1
+        tpa = cfg.tp // cfg.dp if cfg.attention_dp else cfg.tp
+        G = cfg.gpus
+
+        # ---- parameters per layer, split into attention, routed experts and the dense rest
+        mla = cfg.attention.startswith("mla")
+        if mla:
+            p_attn = (h * arch.mla_q_lora + arch.mla_q_lora * heads * arch.mla_qk_head
+                      + h * (arch.mla_latent + arch.mla_rope)
+                      + arch.mla_latent * heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head)
+                      + heads * arch.mla_v_head * h)
+        else:
+            p_attn = 2 * h * h + 2 * h * cfg.kv_heads * head_dim
+        self.experts = cfg.moe_experts if cfg.moe_experts > cfg.moe_active_experts else 0
+        self.miss = 1.0
+        self.k = cfg.moe_active_experts
+        p_expert = cfg.expert_params / self.experts / L if self.experts else 0.0
+        p_dense = max(cfg.active_params / L - p_attn - self.k * p_expert, 0.02 * cfg.active_params / L)
+
+        # ---- dense GEMMs per layer on one GPU: seconds per token (compute), fixed (memory)
+        gemm_flops = peak * gemm.compute_eff
+        gemm_bw = bw * gemm.memory_eff
+        self.attn_proj_s_tok = 2 * p_attn / tpa / gemm_flops
+        self.attn_proj_w = p_attn * b / tpa / gemm_bw
+        self.attn_proj_max = max(self.attn_proj_w, (5 if mla else 3) * gemm.floor_us * US)
+        # dense MLP / shared experts: split over the attention TP group (replicated per DP rank)
+        self.dense_s_tok = 2 * p_dense / tpa / gemm_flops
+        self.dense_w = p_dense * b / tpa / gemm_bw
+        self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
+
+        # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
+        if self.experts:
+            moe_flops = peak * moe.compute_eff
+            self.moe_s_assign = 2 * p_expert / G / moe_flops  # per (token, expert) assignment
+            self.moe_w_expert = p_expert * b / G / (bw * moe.memory_eff)  # per touched expert
+            self.moe_half = moe.tokens_half or 48.0
+            self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
+            self.moe_skew = moe.imbalance if cfg.ep > 1 else 1.0
+            self.ep_ranks = cfg.ep
+            self.ep_log2 = 2.0 * math.log(max(cfg.ep, 1))
+            self.miss = 1.0 - self.k / self.experts
+        # ---- attention
+        kv_layer = cfg.kv_bytes_per_token / L
+        kv_split = 1 if mla else min(tpa, cfg.kv_heads)
+        self.sparse = cfg.attention == "mla-sparse"
+        self.sliding = cfg.attention == "gqa-sliding"
+        self.topk = arch.sparse_topk
+        self.window = arch.sliding_window
+        self.window_share = arch.sliding_share
+        kv_index = arch.indexer_dim * (1.0 if cfg.kv_dtype != "bf16" else 2.0) if self.sparse else 0.0
+        kv_index = min(kv_index, 0.5 * kv_layer)
+        abw_d = bw * att_d.memory_eff
+        self.kv_main_s = (kv_layer - kv_index) / kv_split / abw_d  # per attended position
+        self.kv_index_s = kv_index / kv_split / abw_d  # per context position (sparse indexer)
+        dec_flops = attn_peak * att_d.compute_eff
+        pre_flops = attn_peak * att_p.compute_eff
+        if mla:  # absorbed decode: every head scores the latent + rope, then mixes the latent
+            per_pos_decode = 2 * heads * (2 * arch.mla_latent + arch.mla_rope)
+            per_pair_prefill = 2 * heads * (arch.mla_qk_head + arch.mla_v_head)
+        else:
+            per_pos_decode = per_pair_prefill = 4 * heads * head_dim
+        self.dec_s_pos = per_pos_decode / tpa / dec_flops  # per (query token, attended position)
+        self.pre_s_pair = per_pair_prefill / tpa / pre_flops
+        self.index_s_pos = (2 * arch.indexer_heads * arch.indexer_dim / dec_flops) if self.sparse else 0.0
+        self.kv_read_s_pre = kv_layer / kv_split / (bw * att_p.memory_eff)
+        # kernels per layer: GQA one; MLA split-KV + combine; DSA adds indexer and top-k
+        att_kernels = 4 if self.sparse else 2 if mla else 1
+        self.att_floor_d = att_d.floor_us * US * att_kernels
+        self.att_floor_p = att_p.floor_us * US * att_kernels
+
+        # ---- element-wise kernels (norms, rotary, activation, residuals)
+        self.elem_s_tok = 8 * h * ACT_BYTES / (bw * elem.memory_eff)
+        self.elem_floor = elem.kernels * elem.floor_us * US
+
+        # ---- collectives per layer
+        self.comm_fixed = 0.0
+        self.comm_s_tok = 0.0  # per token on the busiest rank
+        if tpa > 1:
+            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, tpa)]
+            link = self._link_bw(cfg, fab.bw_eff, tpa)
+            self.comm_fixed += 2 * self._latency(fab, tpa)
+            self.comm_s_tok += 2 * 2 * (tpa - 1) / tpa * h * ACT_BYTES / link
+        if self.experts and G > 1 and (cfg.ep > 1 or self.dpa > 1):
+            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, G)]
+            link = self._link_bw(cfg, fab.bw_eff, G)
+            share = (G - 1) / G
+            self.comm_fixed += 2 * self._latency(fab, G)
+            if cfg.ep > 1:  # dispatch k copies in fp8, combine in bf16
+                per_tok = self.k * h * (DISPATCH_BYTES + ACT_BYTES) * share
+            else:  # attention DP with tensor-split experts: all-gather, then reduce-scatter
+                per_tok = 2 * h * ACT_BYTES * share * self.dpa
+            self.comm_s_tok += per_tok / link / (1 if self.dpa > 1 else tpa)
+        if cfg.pp > 1:
+            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, cfg.gpus)]
+            self.pp_fixed = (cfg.pp - 1) * self._latency(fab, 2)
+            self.pp_s_tok = (cfg.pp - 1) * h * ACT_BYTES / self._link_bw(cfg, fab.bw_eff, cfg.gpus)
+        else:
+            self.pp_fixed = self.pp_s_tok = 0.0
+        self.comm_visible = 1.0 - eng.comm_overlap
+
+        # ---- per step: sampling, draft passes, host
+        self.sample_fixed = samp.floor_us * US
+        self.sample_s_seq = samp.per_seq_us * US
+        self.host_fixed = eng.step_us * US
+        self.host_s_seq = eng.per_seq_us * US
+        self.host_s_prefill = eng.per_prefill_token_us * US
+        self.overlap = eng.overlap
+
+    @staticmethod
+    def _latency(fab, group: int) -> float:  # type: ignore[no-untyped-def]
+        return (fab.latency_us + fab.per_hop_us * math.log2(max(group, 2))) * US
+
+    @staticmethod
+    def _link_bw(cfg: SimConfig, eff: float, group: int) -> float:
+        raw = cfg.scale_up_bw if group <= cfg.scale_up_domain else cfg.tuning.inter_node_gbps * 1e9
+        return raw * eff
+
+    # ------------------------------------------------------------------ pieces
+
+    def expert_weights_s(self, tokens: float) -> float:
+        """Seconds to read the routed experts a batch of ``tokens`` touches, per layer."""
+        if not self.experts:
+            return 0.0
+        return self.experts * (1.0 - self.miss ** tokens) * self.moe_w_expert
+
+    def weights_s(self, tokens: float) -> float:
+        """Time to stream the weights one step touches (every layer): the memory floor."""
+        return self.layers * (self.attn_proj_w + self.dense_w + self.expert_weights_s(tokens))
+
+    def _moe_layer(self, tokens: float) -> float:
+        assign = tokens * self.k
+        skew = self.moe_skew
+        if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
+            mean = assign / self.ep_ranks
+            skew *= 1.0 + math.sqrt(self.ep_log2 / (mean if mean > 1.0 else 1.0))
+        # only touched experts run; t = assign / touched tokens each, and compute / eff(t)
+        # with eff(t) = t / (t + tokens_half) folds into assign + tokens_half × touched
+        touched = self.experts * (1.0 - self.miss ** tokens)
+        compute = self.moe_s_assign * skew * (assign + self.moe_half * touched)
+        memory = touched * self.moe_w_expert
+        return max(compute, memory, self.moe_floor)
+
+    def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
+                         decode: bool) -> float:
+        if decode:
+            ctx = kv_r / seqs_r
+            if self.sparse:
+                attended = ctx if ctx < self.topk else self.topk
+            elif self.sliding:
+                attended = self.window_share * ctx + (1 - self.window_share) * min(ctx, self.window)
+            else:
+                attended = ctx
+            memory = seqs_r * (attended * self.kv_main_s + ctx * self.kv_index_s)
+            compute = tokens_r * (attended * self.dec_s_pos + ctx * self.index_s_pos)
+            return max(memory, compute, self.att_floor_d)
+        pairs = pairs_r
+        index = 0.0
+        if self.sparse:
+            index = pairs * self.index_s_pos
+            pairs = min(pairs, tokens_r * self.topk)
+        elif self.sliding:
+            pairs = self.window_share * pairs + (1 - self.window_share) * min(pairs, tokens_r * self.window)
+        compute = pairs * self.pre_s_pair + index
+        return max(compute, kv_r * self.kv_read_s_pre, self.att_floor_p)
+
+    # ------------------------------------------------------------------ one step
+
+    def step_time(self, tokens: int, seqs: int, kv_read: int, attn_pairs: float,
+                  draft_tokens: int = 0) -> float:
+        if seqs == 0:
+            return 0.0
+        work = tokens + draft_tokens
+        # the busiest attention-DP rank holds ceil(seqs / dp) of the sequences
+        dpa = self.dpa
+        rank = -(-seqs // dpa) / seqs if dpa > 1 else 1.0
+        w_r = work * rank
+        a = self.attn_proj_s_tok * w_r
+        d = self.dense_s_tok * w_r
+        e = self.elem_s_tok * w_r
+        layer = ((a if a > self.attn_proj_max else self.attn_proj_max)
+                 + (d if d > self.dense_max else self.dense_max)
+                 + (e if e > self.elem_floor else self.elem_floor)
+                 + self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
+                                         tokens <= seqs)
+                 + (self.comm_fixed + self.comm_s_tok * w_r) * self.comm_visible)
+        if self.experts:
+            layer += self._moe_layer(work)
+        gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_r
+               + self.sample_fixed + self.sample_s_seq * seqs)
+        if draft_tokens:
+            # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch
+            gpu += draft_tokens / seqs * (layer + self.sample_fixed)
+        host = self.host_fixed + self.host_s_seq * seqs
+        if tokens > seqs:
+            host += self.host_s_prefill * (tokens - seqs)
+        if self.overlap:
+            return gpu if gpu > host else host
+        return gpu + host

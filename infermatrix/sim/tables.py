@@ -1,0 +1,176 @@
+"""The simulator's efficiency and overhead tables (infermatrix/sim/data/efficiency.yaml).
+
+A typed schema over the YAML, loaded with the catalog's line-tracking loader so a mistake is
+reported as ``file:line: field: message``; lookups pick the most specific row for a hardware,
+dtype and operator. Values the tables do not give come from ``tuning.py``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..catalog.loader import _validation_problems  # noqa: PLC2701
+from ..catalog.yamlsrc import CatalogError, load_yaml
+from .tuning import DEFAULT_TUNING, Tuning
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+EFFICIENCY_FILE = DATA_DIR / "efficiency.yaml"
+
+Share = Annotated[float, Field(gt=0, le=1)]
+Micros = Annotated[float, Field(ge=0, le=1e6)]
+Source = Annotated[str, Field(min_length=3)]
+Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
+             "sampling"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OperatorRow(_Strict):
+    """Efficiency of one operator on some hardware (and dtype): shares of the datasheet peaks
+    and the shortest time one kernel of it takes (launch + tail)."""
+
+    op: Op
+    hardware: str | list[str] = "*"
+    """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
+    dtype: str = "*"
+    compute_eff: Share = 1.0
+    memory_eff: Share = 1.0
+    floor_us: Micros = 0.0
+    tokens_half: Annotated[float, Field(gt=0)] | None = None
+    """grouped GEMM: tokens per expert at which compute efficiency is half its large-batch value"""
+    imbalance: Annotated[float, Field(ge=1, le=10)] = 1.0
+    """grouped GEMM under expert parallelism: busiest rank's routed load over the mean (routing
+    skew; the statistical spread of a finite batch is added on top)"""
+    kernels: Annotated[int, Field(ge=0, le=100)] = 1
+    per_seq_us: Micros = 0.0
+    source: Source
+
+
+class Fabric(_Strict):
+    latency_us: Micros
+    per_hop_us: Micros
+    bw_eff: Share
+    source: Source
+
+
+class EngineOverhead(_Strict):
+    step_us: Micros
+    per_seq_us: Micros
+    per_prefill_token_us: Micros = 0.0
+    overlap: bool
+    """host work of step n+1 overlaps the GPU's step n"""
+    comm_overlap: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    """share of collective time hidden behind compute (two-batch overlap and the like)"""
+    source: Source
+
+
+class AcceptanceRow(_Strict):
+    method: str = "*"
+    dataset: str = "*"
+    rate: Annotated[float, Field(ge=0, le=1)]
+    source: Source
+
+
+class Architectures(_Strict):
+    sparse_topk: Annotated[int, Field(ge=1)]
+    sparse_topk_source: Source
+    indexer_heads: Annotated[int, Field(ge=1)]
+    indexer_dim: Annotated[int, Field(ge=1)]
+    indexer_source: Source
+    sliding_window: Annotated[int, Field(ge=1)]
+    sliding_share: Share
+    sliding_source: Source
+    mla_q_lora: Annotated[int, Field(ge=1)]
+    mla_latent: Annotated[int, Field(ge=1)]
+    mla_rope: Annotated[int, Field(ge=0)]
+    mla_qk_head: Annotated[int, Field(ge=1)]
+    mla_v_head: Annotated[int, Field(ge=1)]
+    mla_source: Source
+
+
+class EfficiencyTables(_Strict):
+    operators: list[OperatorRow]
+    fabrics: dict[Literal["nvlink-nvswitch", "nvlink-nvl72", "xgmi", "hccs", "infiniband"], Fabric]
+    engines: dict[Literal["vllm", "sglang", "trtllm"], EngineOverhead]
+    acceptance: list[AcceptanceRow]
+    architectures: Architectures
+
+    def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*",
+                 fallback: Tuning = DEFAULT_TUNING) -> OperatorRow:
+        """The most specific row for ``op`` on this hardware and dtype; for hardware no row
+        covers, a row made of tuning.py's defaults."""
+        best: tuple[int, OperatorRow] | None = None
+        for row in self.operators:
+            if row.op != op:
+                continue
+            if row.hardware == hardware or (isinstance(row.hardware, list) and hardware in row.hardware):
+                hw_score = 2
+            elif row.hardware == f"vendor:{vendor}":
+                hw_score = 1
+            elif row.hardware == "*":
+                hw_score = 0
+            else:
+                continue
+            if row.dtype not in ("*", dtype):
+                continue
+            score = hw_score * 2 + (row.dtype != "*")
+            if best is None or score > best[0]:
+                best = (score, row)
+        return best[1] if best else _tuning_row(op, fallback)
+
+    def acceptance_rate(self, method: str | None, dataset: str | None) -> float:
+        """Per-draft-token acceptance for a speculative method on a kind of text."""
+        best: tuple[int, float] | None = None
+        for row in self.acceptance:
+            if row.method not in ("*", method) or row.dataset not in ("*", dataset):
+                continue
+            # the kind of text says more about acceptance than the method does
+            score = 2 * (row.dataset != "*") + (row.method != "*")
+            if best is None or score > best[0]:
+                best = (score, row.rate)
+        return best[1] if best else 0.7
+
+
+def _tuning_row(op: str, t: Tuning) -> OperatorRow:
+    """tuning.py's roofline constants as an operator row (hardware the tables do not cover)."""
+    floor = t.per_layer_overhead_s * 1e6
+    moe = op == "grouped_gemm"
+    return OperatorRow(
+        op=op,  # type: ignore[arg-type]
+        compute_eff=t.compute_efficiency,
+        memory_eff=t.moe_memory_efficiency if moe else t.memory_efficiency,
+        floor_us=t.step_overhead_s * 1e6 if op == "sampling" else floor,
+        per_seq_us=t.per_seq_overhead_s * 1e6 if op == "sampling" else 0.0,
+        tokens_half=1.0 if moe else None,
+        source="infermatrix/sim/tuning.py defaults (hardware not in the tables)")
+
+
+def fabric_name(vendor: str, scale_up_domain: int, group: int) -> str:
+    """The fabric a collective over ``group`` GPUs rides on this hardware."""
+    if group > scale_up_domain:
+        return "infiniband"
+    if vendor == "amd":
+        return "xgmi"
+    if vendor == "huawei":
+        return "hccs"
+    return "nvlink-nvl72" if scale_up_domain > 8 else "nvlink-nvswitch"
+
+
+def load_tables(path: Path | str = EFFICIENCY_FILE) -> EfficiencyTables:
+    """Parse and validate a tables file; CatalogError (file:line problems) when it is wrong."""
+    doc = load_yaml(path)
+    try:
+        return EfficiencyTables.model_validate(doc.data)
+    except ValidationError as exc:
+        raise CatalogError(_validation_problems(doc, exc)) from None
+
+
+@lru_cache(maxsize=1)
+def default_tables() -> EfficiencyTables:
+    return load_tables()

@@ -1,0 +1,264 @@
+"""`infermatrix sim validate`: the simulator against published results.
+
+Reads infermatrix/sim/data/published.yaml (one row per published number, each with its source),
+simulates every row in virtual time and compares: error = simulated / published − 1. The summary
+(median |error|, share within 20% and within 2×) is given per split: ``calibrate`` rows were used
+to fit the efficiency tables, ``report`` rows never were, so only they measure the model.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..catalog.loader import Catalog, _validation_problems  # noqa: PLC2701
+from ..catalog.schema import Parallel
+from ..catalog.yamlsrc import CatalogError, load_yaml
+from .config import SimConfig
+from .tables import DATA_DIR, default_tables
+from .virtual import SimRequest, simulate
+
+PUBLISHED_FILE = DATA_DIR / "published.yaml"
+Metric = Literal["output_tps_per_gpu", "tpot_ms", "output_tps_per_user", "agents_per_gpu"]
+SPLITS = ("calibrate", "report")
+
+
+class PublishedRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    split: Literal["calibrate", "report"]
+    source: Annotated[str, Field(pattern=r"^https?://")]
+    note: str = ""
+    hardware: str
+    model: str
+    engine: Literal["vllm", "sglang", "trtllm"]
+    engine_version: str
+    precision: str
+    recipe: str | None = None
+    parallel: Parallel | None = None
+    knobs: dict[str, Any] = Field(default_factory=dict)
+    isl: Annotated[int, Field(ge=1)] | None = None
+    osl: Annotated[int, Field(ge=1)] | None = None
+    concurrency: Annotated[int, Field(ge=1)] | None = None
+    """closed-loop cap; none: every request sent at once (offline throughput)"""
+    requests: Annotated[int, Field(ge=1, le=20000)] | None = None
+    dataset: str = "random"
+    workload: str | None = None
+    tier: str | None = None
+    metric: Metric
+    value: Annotated[float, Field(gt=0)]
+
+
+def load_published(path: Path | str = PUBLISHED_FILE) -> list[PublishedRow]:
+    """The published-results table; CatalogError with file:line problems when it is wrong."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, list):
+        raise CatalogError([doc.problem((), "expected a list of published results")])
+    rows, problems, seen = [], [], set()
+    for i, raw in enumerate(doc.data):
+        try:
+            row = PublishedRow.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_validation_problems(doc, exc, (i,)))
+            continue
+        if row.id in seen:
+            problems.append(doc.problem((i, "id"), f"duplicate id {row.id!r}"))
+        if (row.recipe is None) == (row.parallel is None):
+            problems.append(doc.problem((i,), "give either recipe or parallel"))
+        if row.metric == "agents_per_gpu" and not (row.workload and row.tier):
+            problems.append(doc.problem((i,), "agents_per_gpu needs workload and tier"))
+        if row.metric != "agents_per_gpu" and not (row.isl and row.osl):
+            problems.append(doc.problem((i,), f"{row.metric} needs isl and osl"))
+        seen.add(row.id)
+        rows.append(row)
+    if problems:
+        raise CatalogError(problems)
+    return rows
+
+
+@dataclass
+class Outcome:
+    row: PublishedRow
+    simulated: float | None
+    detail: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """simulated / published − 1 (positive: the simulator is too optimistic for
+        throughput-like metrics, too pessimistic for tpot_ms)."""
+        return None if self.simulated is None else self.simulated / self.row.value - 1.0
+
+    @property
+    def ratio(self) -> float | None:
+        """max(sim/pub, pub/sim): 1 is exact, 2 is off by 2×."""
+        if not self.simulated:
+            return None
+        r = self.simulated / self.row.value
+        return max(r, 1.0 / r)
+
+
+def sim_config(cat: Catalog, row: PublishedRow) -> SimConfig:
+    knobs = dict(row.knobs)
+    if row.recipe:
+        return SimConfig.from_recipe(cat, row.recipe, dataset=row.dataset, **knobs)
+    par = row.parallel
+    assert par is not None
+    draft = knobs.pop("spec_draft_tokens", 0)
+    method = knobs.pop("spec_method", None)
+    acceptance = default_tables().acceptance_rate(method, row.dataset) if draft else None
+    return SimConfig.from_parts(
+        cat, row.hardware, row.model, row.precision, tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep,
+        attention_dp=par.attention_dp, engine=row.engine, spec_draft_tokens=draft,
+        spec_acceptance=acceptance, **knobs)
+
+
+def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
+    assert row.isl and row.osl
+    n = row.requests or (4 * row.concurrency if row.concurrency else 1000)
+    run = simulate(cfg, [SimRequest(row.isl, row.osl) for _ in range(n)],
+                   concurrency=row.concurrency, record_token_times=False)
+    failed = [r.error for r in run.results if r.error]
+    if failed:
+        raise ValueError(f"{len(failed)} requests failed: {failed[0]}")
+    if row.metric == "output_tps_per_gpu":
+        return run.output_throughput / cfg.total_gpus
+    tpot = run.median("tpot")
+    return tpot * 1000.0 if row.metric == "tpot_ms" else 1.0 / tpot
+
+
+# agents_per_gpu(cat, row) -> agents per GPU
+CapacityFn = Callable[[Catalog, PublishedRow], float]
+SKIPPED = "skipped"
+
+
+def capacity_runner(search: Callable[..., dict[str, Any]],
+                    log: Callable[[str], None] | None = None) -> CapacityFn:
+    """agents/GPU rows through an agentic capacity search in virtual time: ``search`` is
+    ``infermatrix.capacity.virtual.virtual_capacity`` (cat, recipe_id, workload, log=...) ->
+    capacity document. The caller passes it in: the simulator does not import the capacity
+    layer (which uses the benchmark client). One search serves every tier of a recipe."""
+    docs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def run(cat: Catalog, row: PublishedRow) -> float:
+        assert row.recipe and row.workload
+        key = (row.recipe, row.workload)
+        if key not in docs:
+            docs[key] = search(cat, row.recipe, row.workload, log=log)
+        return _agents_per_gpu(docs[key], row.tier or "")
+
+    return run
+
+
+def _agents_per_gpu(doc: dict[str, Any], tier: str) -> float:
+    """agents/GPU of one tier in a capacity document."""
+    for t in doc.get("tiers", []):
+        if t.get("tier", {}).get("name") == tier and t.get("agents_per_gpu") is not None:
+            return float(t["agents_per_gpu"])
+    raise ValueError(f"capacity search gave no agents/GPU for tier {tier}")
+
+
+def run_rows(cat: Catalog, rows: Sequence[PublishedRow],
+             progress: Callable[[Outcome], None] | None = None,
+             capacity: CapacityFn | None = None) -> list[Outcome]:
+    """Simulate every row. agents/GPU rows need ``capacity`` (see capacity_runner); without
+    it they are skipped and stay out of the summary."""
+    out = []
+    for row in rows:
+        try:
+            if row.metric == "agents_per_gpu":
+                if capacity is None:
+                    outcome = Outcome(row, None, SKIPPED + " (needs an agentic capacity search)")
+                else:
+                    outcome = Outcome(row, capacity(cat, row))
+            else:
+                outcome = Outcome(row, _throughput_like(row, sim_config(cat, row)))
+        except (ValueError, CatalogError) as exc:  # SimConfigError is a ValueError
+            outcome = Outcome(row, None, str(exc).splitlines()[0])
+        out.append(outcome)
+        if progress:
+            progress(outcome)
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    rows: int
+    simulated: int
+    median_error: float  # median |sim/pub − 1|
+    within_20: float  # share of rows with |error| ≤ 20%
+    within_2x: float  # share within a factor of 2
+    median_signed: float  # median sim/pub − 1: the bias
+
+    def line(self, name: str) -> str:
+        if not self.simulated:
+            return f"{name}: no rows simulated ({self.rows} rows)"
+        return (f"{name}: {self.simulated}/{self.rows} rows simulated, median |error| "
+                f"{self.median_error:.0%}, within 20%: {self.within_20:.0%}, within 2x: "
+                f"{self.within_2x:.0%}, bias {self.median_signed:+.0%}")
+
+
+def summarise(outcomes: Sequence[Outcome]) -> Summary:
+    """Rows that could not be simulated count as misses in the shares; skipped rows do not
+    count."""
+    outcomes = [o for o in outcomes if not o.detail.startswith(SKIPPED)]
+    errs = [o.error for o in outcomes if o.error is not None]
+    ratios = [o.ratio for o in outcomes if o.ratio is not None]
+    n = len(outcomes)
+    if not errs:
+        return Summary(n, 0, math.inf, 0.0, 0.0, 0.0)
+    return Summary(
+        rows=n, simulated=len(errs),
+        median_error=statistics.median(abs(e) for e in errs),
+        within_20=sum(1 for e in errs if abs(e) <= 0.2) / n,
+        within_2x=sum(1 for r in ratios if r <= 2.0) / n,
+        median_signed=statistics.median(errs),
+    )
+
+
+def format_outcome(o: Outcome) -> str:
+    r = o.row
+    sim = "—" if o.simulated is None else f"{o.simulated:,.4g}"
+    err = o.detail if o.error is None else f"{o.error:+.0%}"
+    return f"{r.split:9s} {r.id:46s} {r.metric:19s} {r.value:>10,.4g} {sim:>10s}  {err}"
+
+
+def plot(outcomes: Sequence[Outcome], path: Path) -> None:
+    """Published vs simulated, log-log, with the 2× band; marked as simulated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 6))
+    pts = [o for o in outcomes if o.simulated]
+    for split, marker in (("calibrate", "o"), ("report", "s")):
+        xs = [o.row.value for o in pts if o.row.split == split]
+        ys = [o.simulated for o in pts if o.row.split == split]
+        ax.scatter(xs, ys, marker=marker, label=f"{split} ({len(xs)})", alpha=0.75)
+    if pts:
+        lo = min(min(o.row.value, o.simulated or 1) for o in pts) / 2
+        hi = max(max(o.row.value, o.simulated or 1) for o in pts) * 2
+        ax.plot([lo, hi], [lo, hi], "k-", lw=1)
+        ax.plot([lo, hi], [2 * lo, 2 * hi], "k:", lw=0.8)
+        ax.plot([lo, hi], [lo / 2, hi / 2], "k:", lw=0.8)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("published")
+    ax.set_ylabel("simulated")
+    ax.set_title("infermatrix sim validate: published vs SIMULATED (dotted: 2x)")
+    ax.text(0.98, 0.02, "SIMULATED", transform=ax.transAxes, ha="right", va="bottom",
+            fontsize=18, color="red", alpha=0.35, fontweight="bold")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,96 @@
+"""The per-operator step model: engine semantics from the recipe and the physics each operator
+adds (virtual time, no HTTP)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sim_helpers import catalog, config
+
+from infermatrix.sim import SimConfig
+from infermatrix.sim.operators import StepModel
+from infermatrix.sim.perf import PerfModel
+from infermatrix.sim.tables import default_tables
+
+DEP8 = "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8"
+
+
+def test_trtllm_limits_count_per_attention_dp_rank() -> None:
+    cfg = SimConfig.from_recipe(catalog(), DEP8)
+    assert cfg.attention_dp and cfg.dp == 8
+    assert cfg.max_num_seqs == 8 * 192  # max_batch_size 192 per rank: the instance admits 1,536
+    assert cfg.max_num_batched_tokens == 8 * 768
+    assert cfg.prefill is not None and cfg.prefill.max_num_seqs == 4 * 128
+    # SGLang's max-running-requests is for the whole instance
+    sg = config("H200", model="deepseek-r1-0528", tp=8, dp=8, ep=8, attention_dp=True,
+                engine="sglang", max_num_seqs=256)
+    assert sg.max_num_seqs == 256
+
+
+def test_moe_decode_pays_kernel_floors_at_batch_one_and_expert_reads_as_batch_grows() -> None:
+    perf = PerfModel(SimConfig.from_recipe(catalog(), "deepseek-r1-0528/h200-sglang-fp8"))
+    one = perf.decode_time(1, 2000)
+    # a single decoding sequence still takes milliseconds: ~0.2 ms of kernels per MoE layer
+    assert 0.010 < one < 0.030, one
+    # 64 sequences touch almost every expert: the step streams most of the 671 GB
+    assert perf.weights_s(64) > 5 * perf.weights_s(1)
+    assert perf.decode_time(64, 64 * 2000) > 1.2 * one
+
+
+def test_sparse_attention_reads_topk_not_the_whole_context() -> None:
+    dense = StepModel(config("H200", model="deepseek-r1-0528", tp=8))
+    sparse = StepModel(config("H200", model="deepseek-v3.2", tp=8))
+    ctx = 128_000
+
+    def grow(m: StepModel) -> float:
+        return (m._attention_layer(8, 8, 8 * ctx, 8 * ctx, True)
+                / m._attention_layer(8, 8, 8 * 4000, 8 * 4000, True))
+
+    # 32x more context: MLA attention grows ~32x, DSA grows only with the small indexer keys
+    assert grow(dense) > 20
+    assert grow(sparse) < 0.5 * grow(dense)
+
+
+def test_sliding_window_layers_cap_attention() -> None:
+    cfg = config("H200", model="gpt-oss-120b", precision="w4a16", tp=1)
+    sliding, full = StepModel(cfg), StepModel(replace(cfg, attention="gqa"))
+    ctx = 64_000
+    ratio = (sliding._attention_layer(64, 64, 64 * ctx, 64 * ctx, True)
+             / full._attention_layer(64, 64, 64 * ctx, 64 * ctx, True))
+    assert 0.45 < ratio < 0.55  # half the layers stop at 128 positions
+
+
+def test_collectives_grow_with_group_size_and_leave_the_node_slower() -> None:
+    def comm(tp: int, hw: str = "H200") -> float:
+        return StepModel(config(hw, tp=tp)).comm_fixed
+
+    assert comm(2) < comm(4) < comm(8)
+    # an NVL72 rack keeps 16 GPUs on NVLink; 16 HGX GPUs cross InfiniBand
+    assert comm(16, "GB200") < comm(16, "H200")
+
+
+def test_attention_dp_waits_for_the_busiest_rank() -> None:
+    cfg = config("H200", model="deepseek-r1-0528", tp=8, dp=8, ep=8, attention_dp=True,
+                 engine="trtllm")
+    m = StepModel(cfg)
+    ctx = 100_000
+    even = m.step_time(8, 8, 8 * ctx, 8 * ctx)
+    uneven = m.step_time(9, 9, 9 * ctx, 9 * ctx)  # one rank now holds two sequences
+    assert uneven > 1.05 * even
+
+
+def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
+    t = default_tables()
+    assert "DeepGEMM" in t.operator("gemm", "H200", "nvidia", "fp8").source
+    assert t.operator("gemm", "B200", "nvidia", "fp4").hardware != "vendor:nvidia"
+    cpu = t.operator("gemm", "CPU", "cpu", "bf16")
+    assert "tuning.py" in cpu.source and cpu.compute_eff == 0.55
+    assert t.acceptance_rate("mtp", "random") < t.acceptance_rate("mtp", "chat")
+
+
+def test_overrides_replace_the_recipes_speculative_decoding() -> None:
+    cfg = SimConfig.from_recipe(catalog(), DEP8, spec_draft_tokens=1, spec_acceptance=0.5)
+    assert (cfg.spec_draft_tokens, cfg.spec_acceptance) == (1, 0.5)
+    plain = SimConfig.from_recipe(catalog(), DEP8, dataset="random")
+    assert plain.spec_draft_tokens == 3
+    assert plain.spec_acceptance == default_tables().acceptance_rate("mtp", "random")

@@ -1,0 +1,84 @@
+"""`infermatrix sim validate`: the published-results table, its schema, and the report split's
+accuracy (CI fails when the simulator regresses against published numbers it was never fitted
+on)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sim_helpers import catalog
+
+from infermatrix.catalog.yamlsrc import CatalogError
+from infermatrix.sim.tables import EFFICIENCY_FILE, load_tables
+from infermatrix.sim.validate import load_published, run_rows, summarise
+
+# Bounds on the report rows: the acceptance bounds of issue 14 (median |error| <= 25%,
+# >= 80% within 2x). A change that makes the model worse than this fails CI.
+MAX_MEDIAN_ERROR = 0.25
+MIN_WITHIN_2X = 0.80
+
+
+def test_published_table_is_large_sourced_and_split() -> None:
+    rows = load_published()
+    assert len(rows) >= 25
+    assert all(r.source.startswith("http") for r in rows)
+    splits = {r.split for r in rows}
+    assert splits == {"calibrate", "report"}
+    report = [r for r in rows if r.split == "report"]
+    assert len(report) >= 12
+    # every row names a deployment the catalog knows
+    cat = catalog()
+    for r in rows:
+        assert r.hardware in cat.hardware and r.model in cat.models, r.id
+        assert r.recipe is None or r.recipe in cat.recipes, r.id
+
+
+def test_a_bad_table_row_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "published.yaml"
+    bad.write_text("- id: x\n  split: report\n  source: https://example.org\n  hardware: H200\n"
+                   "  model: m\n  engine: vllm\n  engine_version: '1'\n  precision: fp8\n"
+                   "  parallel: {tp: 2}\n  isl: 10\n  osl: 10\n  metric: tpot_ms\n  value: -3\n")
+    with pytest.raises(CatalogError) as exc:
+        load_published(bad)
+    assert any(p.line == 13 and "value" in p.field for p in exc.value.problems), exc.value.problems
+
+
+def test_a_bad_efficiency_table_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    text = EFFICIENCY_FILE.read_text()
+    broken = re.sub(r"compute_eff: [0-9.]+", "compute_eff: 1.5", text, count=1)
+    path = tmp_path / "efficiency.yaml"
+    path.write_text(broken)
+    with pytest.raises(CatalogError) as exc:
+        load_tables(path)
+    line = broken.splitlines().index("    compute_eff: 1.5") + 1
+    assert [p.line for p in exc.value.problems] == [line]
+
+
+@pytest.mark.slow  # minutes: every report row simulated in virtual time
+@pytest.mark.timeout(1800)
+def test_report_rows_stay_within_the_accuracy_bounds() -> None:
+    rows = [r for r in load_published() if r.split == "report" and r.metric != "agents_per_gpu"]
+    outcomes = run_rows(catalog(), rows)
+    summary = summarise(outcomes)
+    table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in outcomes)
+    assert summary.simulated == len(rows), table
+    assert summary.median_error <= MAX_MEDIAN_ERROR, table
+    assert summary.within_2x >= MIN_WITHIN_2X, table
+
+
+def test_validate_command_prints_the_comparison_and_writes_a_marked_plot(tmp_path: Path) -> None:
+    plot = tmp_path / "v.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "infermatrix.sim", "validate", "--only", "inspur-r1-h200-tp8-conc1",
+         "--plot", str(plot)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "SIMULATED" in proc.stdout and "inspur-r1-h200-tp8-conc1" in proc.stdout
+    assert "median |error|" in proc.stdout
+    assert plot.stat().st_size > 1000
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "validate", "--only", "nope"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
