@@ -142,8 +142,9 @@ class _Exchange:
             raise HTTPError(
                 "sse_event_too_large", f"an SSE line or event longer than {_mib(EVENT_LIMIT)}"
             )
-        # the next drain copies the pending event once more: wait until it has (at least) doubled
-        self.drain_at = max(DRAIN_BYTES, parser.pending)
+        # the next drain copies the pending event once more: wait until it has (at least) doubled,
+        # but not past the event limit, so an endless line is cut off near EVENT_LIMIT bytes
+        self.drain_at = max(DRAIN_BYTES, min(parser.pending, EVENT_LIMIT - parser.pending))
         self._events(events)
 
     def _events(self, events: list[Stamped]) -> None:
