@@ -33,7 +33,7 @@ from ..launch.readiness import NotReady
 from ..results import agentic
 from ..results.store import Store
 from .normalise import Deployment
-from .recipe import affinity_of, deployment_of, simulated
+from .recipe import affinity_of, deployment_of, identity, simulated
 from .run import CapacitySettings, Target, find_capacity_sync
 from .tiers import DEFAULT_TIERS, SloTier, tiers_from
 
@@ -154,23 +154,8 @@ def _deployment(cat: Catalog | None, args: argparse.Namespace) -> Deployment:
 
 
 def _identity(cat: Catalog | None, args: argparse.Namespace, simulated_run: bool) -> dict[str, Any]:
-    ident: dict[str, Any] = {
-        "simulated": simulated_run,
-        "time_scale": args.time_scale,
-        "run_id": args.run_id,
-        "workload": args.workload or "agentic",
-    }
-    if cat and args.recipe:
-        r = cat.recipes[args.recipe]
-        ident.update(
-            recipe=args.recipe,
-            model=r.model,
-            hardware=r.hardware,
-            engine=r.engine.name,
-            precision=r.precision,
-            mode=r.topology.mode,
-        )
-    return {"infermatrix": ident}
+    return identity(cat, args.recipe, args.workload, simulated=simulated_run,
+                    time_scale=args.time_scale, run_id=args.run_id)
 
 
 def _source(args: argparse.Namespace) -> SessionSource:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..catalog.loader import Catalog
 from ..client.affinity import Affinity, for_router
@@ -27,6 +28,17 @@ def deployment_of(cat: Catalog, recipe_id: str) -> Deployment:
 def affinity_of(cat: Catalog, recipe_id: str) -> Affinity:
     router = cat.recipes[recipe_id].router
     return for_router(router.name if router else None)
+
+
+def identity(cat: Catalog | None, recipe_id: str | None, workload: str | None, *,
+             simulated: bool, **extra: Any) -> dict[str, Any]:
+    """The document's ``infermatrix`` block: what was searched, and whether it was simulated."""
+    ident: dict[str, Any] = {"simulated": simulated, "workload": workload or "agentic", **extra}
+    if cat is not None and recipe_id:
+        r = cat.recipes[recipe_id]
+        ident.update(recipe=recipe_id, model=r.model, hardware=r.hardware, engine=r.engine.name,
+                     precision=r.precision, mode=r.topology.mode)
+    return {"infermatrix": ident}
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from ..client.session_sources import SessionSource
 from ..client.sessions import LevelOutcome, LevelPlan, run_level, summarize
 from ..client.tokenizer import Tokenizer, load_tokenizer
 from ..launch.drain import drain, flush_prefix_cache
+from ..plan.measurement import CapacityMeasurement
 from .normalise import Deployment, normalise
 from .search import CapacitySearch, SearchResult
 from .tiers import SloTier, judge
@@ -150,6 +151,16 @@ async def find_capacity(
     return capacity_document(result, deployment, s, target, source, model, meta or {})
 
 
+def settings_of(m: CapacityMeasurement, time_scale: float = 1.0) -> CapacitySettings:
+    """A job's capacity measurement as the search's settings."""
+    ses = m.sessions
+    return CapacitySettings(
+        duration_s=ses.duration_s, warmup_s=ses.warmup_s, mid_session=ses.mid_session,
+        start=m.start, max_concurrency=m.max_concurrency, resolution=m.resolution,
+        max_error_rate=m.max_error_rate, max_context_tokens=ses.max_context_tokens,
+        seed=ses.seed, time_scale=time_scale)
+
+
 def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
     return asyncio.run(find_capacity(*args, **kw))
 
@@ -163,6 +174,7 @@ def capacity_document(
     model: str,
     meta: dict[str, Any],
 ) -> dict[str, Any]:
+    """The capacity document (one schema for a real and a virtual-time search)."""
     tiers = []
     for tr in result.tiers:
         at = result.levels.get(tr.passing_concurrency, {})

@@ -2,6 +2,7 @@
 
 Coarse doubling from ``start`` until a level fails (or ``max_concurrency`` passes), then
 bisection between the last pass and the first fail until they are ``resolution`` apart.
+A time budget stops the search where it is: a tier not yet bounded is reported unbounded.
 Assumes passing is monotone in concurrency (more agents never make things better). Levels are
 measured once and shared by every tier, so searching SLO20 and SLO60 together costs little more
 than the stricter one alone."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any
 
 from .tiers import SloTier, Verdict, judge
@@ -45,6 +47,7 @@ class CapacitySearch:
         max_concurrency: int = 4096,
         resolution: int = 1,
         max_error_rate: float = 0.05,
+        time_budget_s: float | None = None,
     ) -> None:
         if start < 1 or max_concurrency < start or resolution < 1:
             raise ValueError("need 1 <= start <= max_concurrency and resolution >= 1")
@@ -52,13 +55,22 @@ class CapacitySearch:
         self.start, self.max, self.resolution = start, max_concurrency, resolution
         self.max_error_rate = max_error_rate
         self.levels: dict[int, dict[str, Any]] = {}
+        self.budget_s = time_budget_s
+        self.t0 = monotonic()
+
+    def spent(self) -> bool:
+        """The time budget is used up: no new level is measured (the tier stays unbounded)."""
+        return self.budget_s is not None and monotonic() - self.t0 >= self.budget_s
 
     async def level(self, c: int) -> dict[str, Any]:
         if c not in self.levels:
             self.levels[c] = await self.measure(c)
         return self.levels[c]
 
-    async def passes(self, c: int, tier: SloTier, verdicts: dict[int, Verdict]) -> bool:
+    async def passes(self, c: int, tier: SloTier, verdicts: dict[int, Verdict]) -> bool | None:
+        """None: not measured, the time budget is spent."""
+        if c not in self.levels and self.spent():
+            return None
         v = judge(await self.level(c), tier, self.max_error_rate)
         verdicts[c] = v
         return v.passed
@@ -67,7 +79,10 @@ class CapacitySearch:
         verdicts: dict[int, Verdict] = {}
         lo, hi, c = 0, None, self.start
         while hi is None:  # coarse: double until a level fails
-            if await self.passes(c, tier, verdicts):
+            ok = await self.passes(c, tier, verdicts)
+            if ok is None:
+                return TierResult(tier, lo, None, verdicts)
+            if ok:
                 lo = c
                 if c >= self.max:
                     break
@@ -78,7 +93,10 @@ class CapacitySearch:
             mid = (lo + hi) // 2
             if mid <= 0:
                 break
-            if await self.passes(mid, tier, verdicts):
+            ok = await self.passes(mid, tier, verdicts)
+            if ok is None:
+                break  # bounded by the last fail, not bisected to the resolution
+            if ok:
                 lo = mid
             else:
                 hi = mid

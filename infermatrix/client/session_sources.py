@@ -49,6 +49,8 @@ class Turn:
     tool_delay_s: float = 0.0  # after the answer, before the next turn
     messages: list[Message] | None = None  # stored content (replayed traces)
     make: Callable[[], list[Message]] | None = None  # content built on demand (synthetic, Mooncake)
+    tokens: int | None = None  # tokens of content() when known without building it
+    block_ids: tuple[int, ...] = ()  # Mooncake: the shared blocks content() starts with
 
     def content(self) -> list[Message]:
         if self.messages is not None:
@@ -215,8 +217,10 @@ class SyntheticSource:
             user_len = s.user_tokens.sample_int(rng, at_least=1)
             out = s.output_tokens.sample_int(rng, at_least=1)
             delay = max(0.0, s.tool_delay_s.sample(rng))
+            system = sys_len if t == 0 else 0
             turns.append(
-                Turn(out, delay, make=self._maker(index, t, user_len, sys_len if t == 0 else 0))
+                Turn(out, delay, make=self._maker(index, t, user_len, system),
+                     tokens=user_len + system)
             )
         return Session(f"syn-{s.seed}-{index}", turns, "delta", {"system_prompt_tokens": sys_len})
 
@@ -361,7 +365,8 @@ class MooncakeSource:
             Session(
                 f"mc-{i}",
                 [
-                    Turn(osl, tool_delay_s, make=self._maker(lineno, isl, ids))
+                    Turn(osl, tool_delay_s, make=self._maker(lineno, isl, ids), tokens=isl,
+                         block_ids=tuple(ids))
                     for lineno, isl, osl, ids in rows
                 ],
                 "full",
