@@ -13,10 +13,18 @@ from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
-from ..plan.jobs import Job, _nodes, _timeout_minutes, fingerprint, job_id
+from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from .backends import BACKENDS, LaunchContext, Launched, starter
 from .deploy import start_sim
-from .job import POLICIES, READY_TIMEOUT_S, STOP_SIGNALS, Interrupted, JobOutcome, run_job
+from .job import (
+    POLICIES,
+    READY_TIMEOUT_S,
+    STOP_SIGNALS,
+    Interrupted,
+    JobOutcome,
+    measure_levels,
+    run_job,
+)
 from .provenance import new_run_id
 
 ENGINE_MODES = ("auto", "real", "sim")  # what serves a job: see engine_mode()
@@ -29,8 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--job-id", help="pick this job from a list")
     src.add_argument("--recipe", help="recipe id, instead of a job file")
     src.add_argument("--workload", help="workload name, with --recipe")
-    src.add_argument("--runner-label", help="runner fleet label, with --recipe")
-    src.add_argument("--concurrency", type=int, nargs="+", help="levels, with --recipe")
+    src.add_argument("--runner-label", help="runner fleet label, with --recipe (default: the "
+                     "first fleet whose hardware runs the recipe)")
+    src.add_argument("--concurrency", type=int, nargs="+", help="levels, with --recipe (default: "
+                     "those of the sweep that lists the recipe and workload)")
     add_run_arguments(parser)
 
 
@@ -75,28 +85,28 @@ def _job_from_file(path: Path, wanted: str | None) -> Job:
 
 
 def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
-    missing = [f for f in ("recipe", "workload", "runner_label", "concurrency") if not getattr(args, f)]
+    """The job a person names by hand, built by the planner's constructor. Defaults: the first
+    fleet whose hardware runs the recipe, and the levels (and eval policy, capacity bounds) of
+    the first sweep entry that lists this recipe and workload."""
+    missing = [f for f in ("recipe", "workload") if not getattr(args, f)]
     if missing:
-        raise UsageError("give a job file, or --recipe, --workload, --runner-label and --concurrency "
-                         f"(missing: {', '.join('--' + m.replace('_', '-') for m in missing)})")
+        raise UsageError("give a job file, or --recipe and --workload "
+                         f"(missing: {', '.join('--' + m for m in missing)})")
     for kind, name, table in (("recipe", args.recipe, cat.recipes), ("workload", args.workload,
-                              cat.workloads), ("runner label", args.runner_label, cat.fleets)):
+                              cat.workloads)):
         if name not in table:
             raise UsageError(f"unknown {kind} {name!r}")
-    _fixed_workload(cat, args.workload)
-    recipe = cat.recipes[args.recipe]
-    conc = sorted(set(args.concurrency))
-    # the same id, node count and time-out the planner gives this cell (a per-level job of a
-    # recipe whose flags depend on the concurrency carries its .c<N> suffix)
-    split = recipe.launch_per_concurrency and len(conc) == 1
-    return Job(id=job_id(args.recipe, args.workload, args.runner_label, conc, split), sweep="adhoc",
-               recipe=args.recipe, model=recipe.model, hardware=recipe.hardware,
-               engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
-               workload=args.workload, runner=args.runner_label,
-               launcher=cat.fleets[args.runner_label].kind, concurrency=conc,
-               gpus=recipe.total_gpus, nodes=_nodes(cat, args.recipe, args.runner_label),
-               fingerprint=fingerprint(cat, args.recipe, args.workload, args.runner_label, conc),
-               timeout_minutes=_timeout_minutes(cat, args.workload, conc))
+    runner = args.runner_label or default_runner(cat, args.recipe)
+    if runner is None or runner not in cat.fleets:
+        raise UsageError(f"unknown runner label {args.runner_label!r}" if args.runner_label
+                         else f"no runner fleet can run {args.recipe}; name one with --runner-label")
+    found = entry_listing(cat, args.recipe, args.workload)
+    sweep, entry = found if found else ("adhoc", None)
+    agentic = cat.workloads[args.workload].kind == "agentic"
+    conc = sorted(set(args.concurrency or (entry.concurrency if entry and not agentic else [])))
+    if not conc and not agentic:
+        raise UsageError(f"no sweep lists {args.recipe} with {args.workload}: give --concurrency")
+    return make_job(cat, sweep, args.recipe, args.workload, runner, [] if agentic else conc, entry)
 
 
 def engine_mode(requested: str) -> str:
@@ -135,23 +145,22 @@ def real_starter(cat: Catalog, job: Job, run_id: str, kind: str,
     return launch
 
 
-def _fixed_workload(cat: Catalog, name: str, job_id: str | None = None) -> None:
-    """A job runs a fixed workload; an agentic one is measured by the capacity search."""
-    where = f"job {job_id}: " if job_id else ""
-    if name not in cat.workloads:
-        raise UsageError(f"{where}unknown workload {name!r}")
-    if cat.workloads[name].kind == "agentic":
-        raise UsageError(f"{where}workload {name!r} is agentic: measure it with "
-                         f"`infermatrix capacity --workload {name}`")
-
-
 def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.Namespace) -> JobOutcome:
+    """One job through the one lifecycle; the measurement follows the job's kind."""
     if job.recipe not in cat.recipes:
         raise UsageError(f"job {job.id}: unknown recipe {job.recipe!r}")
     if job.runner not in cat.fleets:
         raise UsageError(f"job {job.id}: unknown runner label {job.runner!r}")
-    _fixed_workload(cat, job.workload, job.id)
-    if getattr(args, "virtual", False):
+    if job.workload not in cat.workloads:
+        raise UsageError(f"job {job.id}: unknown workload {job.workload!r}")
+    measure = measure_levels
+    if job.capacity is not None:
+        from .capacity import measure_capacity, run_virtual_capacity_job
+
+        if getattr(args, "virtual", False):
+            return run_virtual_capacity_job(cat, job, run_dir, run_id)
+        measure = measure_capacity
+    elif getattr(args, "virtual", False):
         from .virtual import run_virtual_job
 
         return run_virtual_job(cat, job, run_dir, run_id)
@@ -163,7 +172,8 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
         start = real_starter(cat, job, run_id, launcher, args)
     return run_job(cat, job, run_dir, run_id, start, launcher=launcher,
                    on_level_failure=getattr(args, "on_level_failure", "continue"),
-                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S))
+                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S),
+                   measure=measure)
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:

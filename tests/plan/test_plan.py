@@ -34,7 +34,7 @@ def fake_job(n: int) -> Job:
     return Job(id=f"job-{n}", sweep="s", recipe="m/r", model="m", hardware="H200", engine="vllm",
                precision="fp8", mode="aggregated", workload="w", runner="h200-dgx",
                launcher="docker", concurrency=[1, 2], gpus=8, nodes=1, fingerprint=f"{n:016x}",
-               timeout_minutes=60)
+               timeout_minutes=60, measurement={"kind": "levels", "concurrency": [1, 2]}, evals=[])
 
 
 def test_smoke_sweep_jobs(repo_root: Path) -> None:
