@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("which job")
     src.add_argument("job_file", nargs="?", type=Path,
                      help="JSON from `infermatrix plan --format json` (a job or a list)")
+    src.add_argument("--job-env", metavar="VAR",
+                     help="read the job JSON from environment variable VAR (job.yml passes each "
+                          "planned job this way, as the planner wrote it)")
     src.add_argument("--job-id", help="pick this job from a list")
     src.add_argument("--recipe", help="recipe id, instead of a job file")
     src.add_argument("--workload", help="workload name, with --recipe")
@@ -68,9 +71,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
 
 
-def _job_from_file(path: Path, wanted: str | None) -> Job:
+def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None) -> Job:
+    """The job in a plan file (or ``text`` read from elsewhere, named ``path``)."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text if text is not None else Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read a job: {exc}") from None
     items = data if isinstance(data, list) else [data]
@@ -189,7 +193,14 @@ def install_signal_handlers() -> None:
 
 def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
-    job = _job_from_file(args.job_file, args.job_id) if args.job_file else _job_from_flags(cat, args)
+    if args.job_env:
+        if args.job_env not in os.environ:
+            raise UsageError(f"--job-env: ${args.job_env} is not set")
+        job = _job_from_file(f"${args.job_env}", args.job_id, os.environ[args.job_env])
+    elif args.job_file:
+        job = _job_from_file(args.job_file, args.job_id)
+    else:
+        job = _job_from_flags(cat, args)
     run_id = args.run_id or new_run_id()
     run_dir = args.output_dir / run_id
     print(f"job {job.id} -> {run_dir}", file=sys.stderr)
