@@ -24,6 +24,7 @@ from infermatrix.cli import OWN, PASSTHROUGH, build_parser
 from infermatrix.plan.github import MATRIX_CAP, MAX_SHARDS, github_outputs, matrix_entry
 from infermatrix.plan.jobs import Job, plan_sweep
 
+
 def sample_job() -> Job:
     return Job(id="m.r.w.h200-dgx-0123abcd", sweep="s", recipe="m/r", model="m", hardware="H200",
                engine="vllm", precision="fp8", mode="aggregated", workload="w", runner="h200-dgx",
