@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from launch_helpers import FakeCluster
 
 from infermatrix.cli import main
 from infermatrix.results import agentic
 
-RECIPE = "deepseek-v4-pro/h200-sglang-w4a16"  # an AA-AgentPerf recipe on a docker fleet
 WORKLOAD = """
 agentic-tiny:
   kind: agentic
@@ -26,51 +26,38 @@ agentic-tiny:
   slo_tiers:
     - {name: EASY, min_output_speed: 1, max_ttft_s: 60}
 """
-SWEEP = f"""
+SWEEP = """
 description: one capacity job
 entries:
-  - recipes: [{RECIPE}]
+  - recipes: [{recipe}]
     workloads: [agentic-tiny]
     capacity: {{start: 1, max_concurrency: 2}}
 """
 
 
-def test_capacity_job_launches_searches_and_tears_down(fake_cluster: FakeCluster, monkeypatch,  # noqa: ANN001
-                                                       capsys) -> None:  # noqa: ANN001
-    root = fake_cluster.root
-    (root / "matrix" / "workloads.yaml").write_text(
-        (root / "matrix" / "workloads.yaml").read_text() + WORKLOAD)
-    (root / "matrix" / "sweeps" / "capt.yaml").write_text(SWEEP)
-    recipe = root / "benchmarks" / f"{RECIPE}.yaml"  # the site's cache folder, as a fleet sets it
-    recipe.write_text(recipe.read_text() + "params: {HF_CACHE: /data/hf-cache}\n")
-    monkeypatch.setenv("FAKEBIN_SIM_RECIPE", RECIPE)
+def plan_and_run(cluster: FakeCluster, capsys, recipe: str, run_id: str  # noqa: ANN001
+                 ) -> tuple[dict, Path, dict, dict]:
+    """Plan the one-entry capacity sweep for ``recipe``, run its job file as job.yml would;
+    (planned job, job folder, manifest, capacity document)."""
+    root = cluster.root
+    wl = root / "matrix" / "workloads.yaml"
+    if "agentic-tiny" not in wl.read_text():
+        wl.write_text(wl.read_text() + WORKLOAD)
+    (root / "matrix" / "sweeps" / "capt.yaml").write_text(SWEEP.format(recipe=recipe))
     assert main(["plan", "capt", "--root", str(root), "--format", "json"]) == 0
-    plan = fake_cluster.out.parent / "plan.json"
+    plan = cluster.out.parent / "plan.json"
     plan.write_text(capsys.readouterr().out)
     (job,) = json.loads(plan.read_text())
     assert job["measurement"]["kind"] == "capacity" and job["concurrency"] == []
-
-    rc = main(["run", str(plan), "--root", str(root), "--output-dir", str(fake_cluster.out),
-               "--run-id", "cap1", "--ready-timeout", "120"])
-    job_dir, manifest = fake_cluster.manifest("cap1")
+    rc = main(["run", str(plan), "--root", str(root), "--output-dir", str(cluster.out),
+               "--run-id", run_id, "--ready-timeout", "120"])
+    job_dir, manifest = cluster.manifest(run_id)
     assert rc == 0 and manifest["status"] == "ok", manifest
-    assert manifest["launcher"] == "docker" and manifest["ready_s"] >= 0
-    assert manifest["job"] == job  # the planner's job, as written
-
-    name = f"imx-cap1-{hashlib.sha256(job['id'].encode()).hexdigest()[:8]}-both-0"
-    runs = [c for c in fake_cluster.calls("docker") if c[0] == "run"]
-    assert len(runs) == 1
-    assert runs[0] == EXPECTED_RUN(name, job["id"], "30000")
-    assert manifest["commands"] == [["docker", *runs[0]]]
-    # teardown: exactly our container, before (stale) and after the job; nothing left
-    assert [c for c in fake_cluster.calls("docker") if c[0] == "rm"] == [["rm", "-f", name]] * 2
-    assert not list((fake_cluster.state / "containers").iterdir())
-
+    assert manifest["job"] == job and manifest["ready_s"] >= 0  # the planner's job, as written
     doc = json.loads((job_dir / "capacity.json").read_text())
     assert doc["schema"] == "infermatrix-agentic-capacity"
     ident = doc["infermatrix"]
-    assert (ident["simulated"], ident["launcher"], ident["run_id"], ident["job_id"]) == \
-        (False, "docker", "cap1", job["id"])
+    assert (ident["simulated"], ident["run_id"], ident["job_id"]) == (False, run_id, job["id"])
     assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2]
     assert [lv["concurrency"] for lv in manifest["levels"]] == [1, 2]
     # drained before every level, the server's own requests completed
@@ -78,12 +65,63 @@ def test_capacity_job_launches_searches_and_tears_down(fake_cluster: FakeCluster
     (tier,) = doc["tiers"]
     assert tier["tier"]["name"] == "EASY" and tier["passing_concurrency"] == 2
     assert not tier["bounded"]  # max_concurrency reached still passing
-    # two fake GPUs at 300 W and 350 W, sampled while the passing level ran
-    assert abs(tier["avg_power_w"] - 650) < 1 and tier["agents_per_kw"] > 0
     assert manifest["capacity"]["tiers"] == {"EASY": {"agents": 2, "bounded": False}}
-    # collect reads it as agentic records
-    (rec,) = agentic.load_documents([fake_cluster.out / "cap1"])
-    assert (rec.recipe, rec.tier, rec.passing_concurrency) == (RECIPE, "EASY", 2)
+    (rec,) = agentic.load_documents([cluster.out / run_id])  # what collect reads
+    assert (rec.recipe, rec.tier, rec.passing_concurrency) == (recipe, "EASY", 2)
+    return job, job_dir, manifest, doc
+
+
+def test_docker_capacity_job(fake_cluster: FakeCluster, monkeypatch, capsys) -> None:  # noqa: ANN001
+    recipe = "deepseek-v4-pro/h200-sglang-w4a16"  # AA-AgentPerf's H200 deployment, docker fleet
+    path = fake_cluster.root / "benchmarks" / f"{recipe}.yaml"  # the site's HF cache folder
+    path.write_text(path.read_text() + "params: {HF_CACHE: /data/hf-cache}\n")
+    monkeypatch.setenv("FAKEBIN_SIM_RECIPE", recipe)
+    job, job_dir, manifest, doc = plan_and_run(fake_cluster, capsys, recipe, "cap1")
+    assert manifest["launcher"] == "docker" and doc["infermatrix"]["launcher"] == "docker"
+    name = f"imx-cap1-{hashlib.sha256(job['id'].encode()).hexdigest()[:8]}-both-0"
+    runs = [c for c in fake_cluster.calls("docker") if c[0] == "run"]
+    assert runs == [EXPECTED_RUN(name, job["id"], "30000")]
+    assert manifest["commands"] == [["docker", *runs[0]]]
+    # teardown: exactly our container, before (stale) and after the job; nothing left
+    assert [c for c in fake_cluster.calls("docker") if c[0] == "rm"] == [["rm", "-f", name]] * 2
+    assert not list((fake_cluster.state / "containers").iterdir())
+    # two fake GPUs at 300 W and 350 W, sampled while the passing level ran
+    (tier,) = doc["tiers"]
+    assert abs(tier["avg_power_w"] - 650) < 1 and tier["agents_per_kw"] > 0
+
+
+def test_slurm_disaggregated_capacity_job(fake_cluster: FakeCluster, monkeypatch,  # noqa: ANN001
+                                          capsys) -> None:  # noqa: ANN001
+    recipe = "deepseek-v4-pro/b300-trtllm-nvfp4-1ctx-1gen"  # AA's B300 node: 1 ctx + 1 gen + router
+    monkeypatch.setenv("FAKEBIN_SIM_RECIPE", recipe)
+    monkeypatch.setenv("FAKEBIN_SIM_PORTS", "8000")  # the orchestrator simulates; workers are stubs
+    job, job_dir, manifest, doc = plan_and_run(fake_cluster, capsys, recipe, "cap2")
+    assert manifest["launcher"] == "slurm" and doc["infermatrix"]["launcher"] == "slurm"
+    scope = f"imx-cap2-{hashlib.sha256(job['id'].encode()).hexdigest()[:8]}"
+    assert fake_cluster.calls("salloc") == [[
+        "--no-shell", f"--job-name={scope}", "--nodes=1", "--exclusive", "--partition=batch",
+        "--account=infermatrix", f"--time={job['timeout_minutes']}", "--gres=gpu:8"]]
+    assert fake_cluster.calls("sbatch") == []
+    node, work, model = fake_cluster.node(0), job_dir / "work", "deepseek-ai/DeepSeek-V4-Pro"
+    tail = ["--custom_tokenizer", "deepseek_v4", "--tool_parser", "deepseek_v4"]
+
+    def srun(name: str, *argv: str) -> list[str]:
+        return ["--jobid=1000", f"--chdir={work}/{name}", "--nodes=1", "--ntasks=1",
+                f"--nodelist={node}", "--overlap", *argv]
+
+    servers = {c[1].rsplit("/", 1)[1]: c for c in fake_cluster.calls("srun") if "nvidia-smi" not in c}
+    assert servers == {
+        "prefill-0": srun("prefill-0", "trtllm-serve", model, "--host", node, "--port", "8002",
+                          "--config", "ctx_config.yaml", *tail),
+        "decode-0": srun("decode-0", "trtllm-serve", model, "--host", node, "--port", "8001",
+                         "--config", "gen_config.yaml", *tail),
+        "router": srun("router", "trtllm-serve", "disaggregated", "-c", "server_config.yaml",
+                       "-t", "7200", "-r", "7200"),
+    }
+    sampler = next(c for c in fake_cluster.calls("srun") if "nvidia-smi" in c)
+    assert sampler[:6] == ["--jobid=1000", "--overlap", "--nodes=1", "--ntasks=1",
+                           f"--nodelist={node}", "nvidia-smi"]
+    assert fake_cluster.calls("scancel") == [["1000"]]  # teardown: our allocation, nothing else
 
 
 def EXPECTED_RUN(name: str, job_id: str, port: str) -> list[str]:  # noqa: N802
