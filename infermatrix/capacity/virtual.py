@@ -193,7 +193,7 @@ class VirtualLevels:
         self.log = log
         self.model = ""
         self.block_size = 0
-        self.cycle_s: float | None = None  # model seconds per turn of a lane, last level
+        self.cycles: dict[int, float] = {}  # agents -> model seconds per turn of a lane
 
     def _config(self, agents: int) -> SimConfig:
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
@@ -207,17 +207,21 @@ class VirtualLevels:
         sim = self._config(agents)
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s)
         t_stop = self.s.warmup_s + self.s.duration_s
-        turns = (FIRST_PASS_TURNS if self.cycle_s is None
-                 else math.ceil(COVER_MARGIN * t_stop / self.cycle_s) + 1)
+        # turns come faster with fewer agents: take the cycle of the nearest level below (enough
+        # turns), else of the nearest above (too few, then replayed with the measured cycle)
+        below = [a for a in self.cycles if a <= agents]
+        near = max(below) if below else min(self.cycles, default=None)
+        turns = (FIRST_PASS_TURNS if near is None
+                 else math.ceil(COVER_MARGIN * t_stop / self.cycles[near]) + 1)
         steps = 0
         while True:
             reqs, info = lanes.build(turns)
             run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed)
             steps += run.steps
-            covered, self.cycle_s = _lanes_cover(run, info, agents, t_stop)
+            covered, self.cycles[agents] = _lanes_cover(run, info, agents, t_stop)
             if covered:
                 break
-            turns = max(turns + 1, math.ceil(COVER_MARGIN * t_stop / self.cycle_s) + 1)
+            turns = max(turns + 1, math.ceil(COVER_MARGIN * t_stop / self.cycles[agents]) + 1)
         summary = summarize(_outcome(run, info, agents, self.s, self.source, self.model))
         summary["between"] = {"fresh_deployment": True}
         summary["elapsed_s"] = run.wall_seconds
