@@ -107,6 +107,9 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
     found = entry_listing(cat, args.recipe, args.workload)
     sweep, entry = found if found else ("adhoc", None)
     agentic = cat.workloads[args.workload].kind == "agentic"
+    if agentic and args.concurrency:
+        raise UsageError(f"workload {args.workload!r} is agentic: its capacity search picks the "
+                         "levels (drop --concurrency; bounds come from the sweep entry)")
     conc = sorted(set(args.concurrency or (entry.concurrency if entry and not agentic else [])))
     if not conc and not agentic:
         raise UsageError(f"no sweep lists {args.recipe} with {args.workload}: give --concurrency")
