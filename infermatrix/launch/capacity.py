@@ -18,7 +18,7 @@ from typing import Any
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
-from .job import JobOutcome, Serving, finish_manifest, start_manifest
+from .job import JobOutcome, Serving
 from .provenance import git_sha
 
 CAPACITY_FILE = "capacity.json"
@@ -85,16 +85,11 @@ def run_virtual_capacity_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
                              ) -> JobOutcome:
     """The job's capacity search in virtual time (no server), recorded as any job is."""
     from ..capacity.virtual import virtual_capacity
-    from .job import overall_status
+    from .virtual import LAUNCHER, run_in_virtual_time
 
-    job_dir, manifest = start_manifest(job, out_dir, run_id, "virtual")
-    try:
+    def search(job_dir: Path, manifest: dict[str, Any]) -> None:
         doc = virtual_capacity(cat, job.recipe, job.workload, measurement=job.capacity, log=log,
-                               meta=_identity(cat, job, run_id, "virtual", True))
+                               meta=_identity(cat, job, run_id, LAUNCHER, True))
         _record(job_dir, manifest, doc, log)
-        manifest["status"] = overall_status(manifest["levels"])
-    except Exception as exc:  # recorded, never lost: the manifest says what broke
-        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        finish_manifest(job, job_dir, manifest)
-    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
+
+    return run_in_virtual_time(job, out_dir, run_id, search)

@@ -82,13 +82,28 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     return result
 
 
+def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
+                        measure: Callable[[Path, dict[str, Any]], None]) -> JobOutcome:
+    """The lifecycle of a job with no server: open the manifest, ``measure(job_dir, manifest)``
+    (it records its levels), derive the status, close the manifest whatever happens."""
+    job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
+    try:
+        measure(job_dir, manifest)
+        manifest["status"] = overall_status(manifest["levels"])
+    except Exception as exc:  # recorded, never lost: the manifest says what broke
+        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
+    finally:
+        finish_manifest(job, job_dir, manifest)
+    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
+
+
 def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
                     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
     """Every level of ``job`` in virtual time, written as a real job writes its levels."""
     wl = cat.workloads[job.workload]
-    job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
     block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
-    try:
+
+    def levels(job_dir: Path, manifest: dict[str, Any]) -> None:
         for conc in job.concurrency:
             started = utc_now()
             t0 = time.perf_counter()
@@ -96,9 +111,5 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
             error = error_rate_problem(result, wl.max_error_rate)
             record_level(job_dir, manifest, result, block, conc, started, error, {})
             log(level_line(conc, result, time.perf_counter() - t0))
-        manifest["status"] = overall_status(manifest["levels"])
-    except Exception as exc:  # recorded, never lost: the manifest says what broke
-        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        finish_manifest(job, job_dir, manifest)
-    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
+
+    return run_in_virtual_time(job, out_dir, run_id, levels)
