@@ -75,8 +75,10 @@ def main(args: argparse.Namespace) -> int:
     jobs = plan_sweep(cat, sweep, filters_from(args))
     run_id = args.run_id or new_run_id()
     run_dir = args.output_dir / run_id
-    print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels "
-          f"-> {run_dir}", file=sys.stderr)
+    searches = sum(j.capacity is not None for j in jobs)
+    print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels"
+          + (f", {searches} capacity searches" if searches else "") + f" -> {run_dir}",
+          file=sys.stderr)
     run_dir.mkdir(parents=True, exist_ok=True)
     run_manifest = {"schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
                     "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),

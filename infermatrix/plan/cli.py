@@ -76,7 +76,9 @@ def _table(jobs: list[Job]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in [header, *rows]]
-    lines.append(f"{len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} concurrency levels")
+    searches = sum(j.capacity is not None for j in jobs)
+    lines.append(f"{len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} concurrency levels"
+                 + (f", {searches} capacity searches" if searches else ""))
     return "\n".join(lines)
 
 
