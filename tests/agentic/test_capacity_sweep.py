@@ -52,3 +52,21 @@ def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path)
     assert rec.passing_concurrency >= 4 and rec.first_failing - rec.passing_concurrency <= 16
     # the report stage ran over both kinds
     assert (out / "mix1" / "index.html").is_file()
+
+
+def test_aa_agentperf_sweep_plans_the_six_published_configurations(repo_root: Path) -> None:
+    from infermatrix.catalog.loader import load_catalog
+    from infermatrix.plan.jobs import plan_sweep
+
+    cat = load_catalog(repo_root)
+    jobs = plan_sweep(cat, "aa-agentperf")
+    assert sorted(j.recipe for j in jobs) == sorted(
+        r for r, recipe in cat.recipes.items() if "aa-agentperf" in recipe.tags)
+    assert len(jobs) == 6
+    for job in jobs:
+        m = job.capacity
+        assert m is not None and job.concurrency == [] and job.evals == []
+        assert [(t.name, t.min_output_speed, t.max_ttft_s) for t in m.tiers] == [
+            ("SLO20", 20, 10), ("SLO60", 60, 5)]  # AA-AgentPerf's published tiers
+        assert m.sessions.source == "synthetic" and m.sessions.max_context_tokens == 128000
+        assert job.fingerprint != next(j for j in jobs if j is not job).fingerprint
