@@ -20,7 +20,8 @@ from ..errors import UsageError
 from .jobs import Job
 
 MATRIX_CAP = 256  # GitHub's limit on jobs per matrix
-MAX_SHARDS = 8  # shard jobs declared in .github/workflows/sweep.yml
+MAX_SHARDS = 8  # shards the workflow fans out over (sweep.yml's matrix over `shards`)
+OUTPUT_CAP = 1_000_000  # bytes: GitHub keeps at most 1 MB of outputs per job (the plan job's)
 
 
 class PlanError(UsageError):
@@ -58,6 +59,10 @@ def github_outputs(jobs: list[Job], max_shards: int = MAX_SHARDS) -> dict[str, s
     for i in range(max_shards):
         cells = [matrix_entry(j) for j in shards[i]] if i < len(shards) else []
         out[f"shard_{i}"] = json.dumps(cells, separators=(",", ":"))
+    size = sum(len(k) + len(v.encode()) for k, v in out.items())
+    if size > OUTPUT_CAP:
+        raise CapacityError(f"{len(jobs)} jobs make {size:,} bytes of plan outputs, over GitHub's "
+                            f"{OUTPUT_CAP:,} per job; narrow the sweep with filters")
     return out
 
 

@@ -150,3 +150,15 @@ def test_sweep_tag_filters(repo_root: Path, tmp_path: Path) -> None:
         "entries:\n  - recipes: ['*']\n    tags: [no-such-tag]\n"
         "    workloads: [smoke-1k-128]\n    concurrency: [4]\n")
     assert main(["validate", "--root", str(root)]) == 2
+
+
+def test_plan_outputs_fit_githubs_output_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells are whole jobs: a plan whose outputs would pass GitHub's 1 MB per job fails
+    with one line instead of a workflow that silently loses its shards."""
+    from infermatrix.plan import github
+
+    jobs = [fake_job(i) for i in range(20)]
+    size = sum(len(k) + len(v) for k, v in github_outputs(jobs).items())
+    monkeypatch.setattr(github, "OUTPUT_CAP", size - 1)
+    with pytest.raises(CapacityError, match=f"20 jobs make {size:,} bytes of plan outputs"):
+        github_outputs(jobs)
