@@ -138,3 +138,34 @@ def EXPECTED_RUN(name: str, job_id: str, port: str) -> list[str]:  # noqa: N802
         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2",
         "--moe-runner-backend", "marlin", "--host", "0.0.0.0", "--port", port,
     ]
+
+
+def test_sbatch_multi_node_capacity_job(fake_cluster: FakeCluster, monkeypatch,  # noqa: ANN001
+                                        capsys) -> None:  # noqa: ANN001
+    recipe = "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8"  # AA's GB300: 6 ctx + 1 gen, 8 nodes
+    monkeypatch.setenv("FAKEBIN_SIM_RECIPE", recipe)
+    monkeypatch.setenv("FAKEBIN_SIM_PORTS", "8000")  # the orchestrator simulates; workers are stubs
+    job, job_dir, manifest, doc = plan_and_run(fake_cluster, capsys, recipe, "cap3")
+    assert manifest["launcher"] == "slurm" and doc["infermatrix"]["launcher"] == "slurm"
+    scope = f"imx-cap3-{hashlib.sha256(job['id'].encode()).hexdigest()[:8]}"
+    assert fake_cluster.calls("salloc") == []
+    assert fake_cluster.calls("sbatch") == [["--parsable", str(job_dir / "job.sbatch")]]
+    header = [ln for ln in (job_dir / "job.sbatch").read_text().splitlines()
+              if ln.startswith("#SBATCH")]
+    assert header == [f"#SBATCH --job-name={scope}", "#SBATCH --nodes=8", "#SBATCH --exclusive",
+                      "#SBATCH --partition=gb300", "#SBATCH --account=infermatrix",
+                      f"#SBATCH --time={job['timeout_minutes']}", "#SBATCH --gres=gpu:4",
+                      f"#SBATCH --output={job_dir}/slurm-%j.log"]
+    servers = {next(a for a in c if a.startswith("--chdir=")).rsplit("/", 1)[1]: c
+               for c in fake_cluster.calls("srun") if "nvidia-smi" not in c}
+    assert sorted(servers) == ["decode-0", *(f"prefill-{i}" for i in range(6)), "router"]
+    node, work = fake_cluster.node, job_dir / "work"
+    # the orchestrator on the first node; each worker on its own node(s), as published
+    assert servers["router"] == [
+        f"--chdir={work}/router", "--nodes=1", "--ntasks=1", f"--nodelist={node(0)}", "--overlap",
+        "trtllm-serve", "disaggregated", "-c", "server_config.yaml", "-t", "7200", "-r", "7200"]
+    for i in range(6):
+        assert servers[f"prefill-{i}"][:5] == [f"--chdir={work}/prefill-{i}", "--nodes=1",
+                                               "--ntasks=1", f"--nodelist={node(i)}", "--overlap"]
+    assert servers["decode-0"][:5] == ["--nodes", "2", "--ntasks", "8", "--ntasks-per-node"]
+    assert fake_cluster.calls("scancel") == [["1000"]]  # teardown: our job id, nothing else
