@@ -1,9 +1,9 @@
 """`infermatrix` command line: one subcommand per pipeline stage.
 
-Stages owned by a self-contained package (bench, sim, catalog, collect, report, compare,
-capacity) parse
-their own arguments: we hand them the rest of the command line untouched, so they work the same
-when called as ``python -m`` or from Python.
+Stages that parse their own arguments (bench, sim, catalog, collect, report, compare, capacity)
+get the rest of the command line untouched, so they work the same when called as ``python -m``
+or from Python. This module and ``infermatrix/commands/`` (the subcommands that join several
+packages) are the CLI layer; the packages below never import it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from .errors import UsageError
 PASSTHROUGH: dict[str, tuple[str, str, str]] = {
     "bench": ("infermatrix.client.cli", "main", "benchmark a running server (bench_serving-compatible)"),
     "sim": ("infermatrix.sim.cli", "main", "serve the simulated engine"),
-    "catalog": ("infermatrix.engines.catalog_cli", "main", "render docs/catalog.md from the recipes"),
-    "collect": ("infermatrix.results.cli", "collect_main", "normalise result files into the history store"),
-    "report": ("infermatrix.results.cli", "report_main", "plots, dashboard and job summary"),
-    "compare": ("infermatrix.results.cli", "compare_main", "regressions between two runs"),
+    "catalog": ("infermatrix.commands.catalog", "main", "render docs/catalog.md from the recipes"),
+    "collect": ("infermatrix.commands.results", "collect_main", "result files (levels, capacity, evals) into the history store"),
+    "report": ("infermatrix.commands.results", "report_main", "plots, dashboard and job summary"),
+    "compare": ("infermatrix.commands.results", "compare_main", "regressions between two runs"),
     "capacity": ("infermatrix.capacity.cli", "main",
                  "agentic capacity: the most concurrent sessions that meet each SLO tier"),
 }
@@ -33,8 +33,8 @@ PASSTHROUGH: dict[str, tuple[str, str, str]] = {
 OWN: dict[str, tuple[str, str]] = {
     "validate": ("infermatrix.catalog.cli", "check every catalog file; one line per problem"),
     "plan": ("infermatrix.plan.cli", "expand a sweep into jobs (table, json, GitHub shards)"),
-    "run": ("infermatrix.launch.cli", "run one job: launch, prove it serves, sweep, tear down"),
-    "sweep": ("infermatrix.launch.sweep_cli", "plan, run every job locally, collect and report"),
+    "run": ("infermatrix.commands.run", "run one job: launch, prove it serves, measure, tear down"),
+    "sweep": ("infermatrix.commands.sweep", "plan, run every job locally, collect and report"),
 }
 
 

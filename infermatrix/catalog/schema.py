@@ -16,7 +16,6 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -24,6 +23,7 @@ from pydantic import (
 )
 
 from .accuracy import EvalPolicy
+from .distributions import check_distribution
 
 Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -411,27 +411,7 @@ DistName = Literal[
 ]
 
 
-def _distribution(value: Any) -> Any:
-    """A distribution as the client reads it (``5``, ``lognormal:median=150,sigma=1.2``, or a
-    mapping); kept as written, checked here so a typo is a catalog error with its line."""
-    from ..client.session_sources import Dist  # the client parses; import only when needed
-
-    if isinstance(value, bool) or not isinstance(value, int | float | str | dict):
-        raise ValueError("a distribution is a number, text like lognormal:median=150,sigma=1.2 "
-                         "or a mapping")
-    try:
-        Dist.parse(value)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ValueError(f"{where}: {msg}" if where else msg) from None
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"not a distribution: {exc}") from None
-    return value
-
-
-DistValue = Annotated[Any, AfterValidator(_distribution)]  # number | str | mapping, as written
+DistValue = Annotated[Any, AfterValidator(check_distribution)]  # number | str | mapping, as written
 
 
 class AgenticSessions(Strict):
@@ -614,6 +594,9 @@ class SweepEntry(Strict):
         default=None, description="accuracy evaluations after some levels (docs/accuracy.md)")
     capacity: CapacitySearchSpec | None = Field(
         default=None, description="agentic workloads: capacity search bounds (docs/agentic.md)")
+    seed_client: Literal["sglang.bench_serving", "benchmark_serving.py"] | None = Field(
+        default=None, description="the client the source benchmarked with; docs/catalog.md "
+        "prints its command next to ours")
 
     @field_validator("concurrency")
     @classmethod

@@ -1,8 +1,9 @@
-"""OpenAI-compatible request bodies and stream-chunk decoding, per backend.
+"""Request bodies and stream-chunk decoding, per backend.
 
-``vllm``, ``sglang``, ``trtllm`` and ``openai`` speak ``/v1/completions``; ``openai-chat`` speaks
-``/v1/chat/completions``. (trtllm-serve is OpenAI-compatible; we do not speak Triton's
-generate_stream.)"""
+``vllm``, ``openai``, ``trtllm`` and ``sglang-oai`` speak ``/v1/completions``; ``openai-chat``,
+``vllm-chat`` and ``sglang-oai-chat`` speak ``/v1/chat/completions``; ``sglang`` (and its alias
+``sglang-native``) speaks SGLang's native ``/generate``, as SGLang's bench_serving does.
+(trtllm-serve is OpenAI-compatible; we do not speak Triton's generate_stream.)"""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .records import RequestSpec
 def build_body(
     cfg: BenchConfig, model: str, spec: RequestSpec, max_tokens: int | None = None
 ) -> bytes:
+    if cfg.is_native:
+        return _native_body(cfg, spec, max_tokens)
     body: dict[str, Any] = {"model": model}
     if cfg.is_chat:
         body["messages"] = spec.messages or [{"role": "user", "content": spec.prompt}]
@@ -28,6 +31,19 @@ def build_body(
         body["temperature"] = cfg.temperature
     if cfg.ignore_eos:
         body["ignore_eos"] = True
+    body.update(cfg.extra_body)
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def _native_body(cfg: BenchConfig, spec: RequestSpec, max_tokens: int | None) -> bytes:
+    """SGLang's /generate: the text, sampling_params, a stream of cumulative text."""
+    sampling: dict[str, Any] = {
+        "max_new_tokens": max_tokens if max_tokens is not None else spec.output_len,
+        "ignore_eos": cfg.ignore_eos,
+    }
+    if cfg.temperature is not None:
+        sampling["temperature"] = cfg.temperature
+    body: dict[str, Any] = {"text": spec.prompt, "sampling_params": sampling, "stream": True}
     body.update(cfg.extra_body)
     return json.dumps(body, ensure_ascii=False).encode()
 
@@ -56,6 +72,8 @@ def decode_chunk(obj: Any) -> Chunk:
         c.error = error_message(obj)
         return c
     c.id = obj.get("id")
+    if "meta_info" in obj:
+        return _native_chunk(obj, c)
     choices = obj.get("choices")
     if choices:
         choice = choices[0]
@@ -66,11 +84,25 @@ def decode_chunk(obj: Any) -> Chunk:
             text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(text, str):
             c.text = text
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        c.completion_tokens = _int_or_none(usage.get("completion_tokens"))
-        c.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
+    return _counts(c, obj.get("usage"))
+
+
+def _counts(c: Chunk, counts: Any) -> Chunk:
+    """Token counts from a usage block or SGLang's meta_info (the same two names)."""
+    if isinstance(counts, dict):
+        c.completion_tokens = _int_or_none(counts.get("completion_tokens"))
+        c.prompt_tokens = _int_or_none(counts.get("prompt_tokens"))
+        c.id = c.id or counts.get("id")
     return c
+
+
+def _native_chunk(obj: dict[str, Any], c: Chunk) -> Chunk:
+    """An event of SGLang's /generate: ``text`` is everything so far (runner.uncumulate keeps
+    the deltas); ``meta_info`` carries the token counts so far."""
+    text = obj.get("text")
+    if isinstance(text, str):
+        c.text = text
+    return _counts(c, obj.get("meta_info"))
 
 
 def decode_full_response(obj: Any) -> Chunk:

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import affinity
-from .config import METRICS, BenchConfig, Timeouts
+from .config import BACKENDS, METRICS, TOKENIZER_MODES, BenchConfig, Timeouts
 from .errors import ClientInputError
-from .result import default_filename, write_result
+from .result import append_jsonl, default_filename, write_result
 from .runner import run_benchmark_sync
 from .session_sources import SessionOptions, parse_synthetic
 from .sessions import format_agentic
@@ -49,9 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("server")
     g.add_argument(
         "--backend",
-        choices=["vllm", "sglang", "trtllm", "openai", "openai-chat"],
-        help="API flavour: openai-chat uses /v1/chat/completions, the others "
-        "/v1/completions (default: vllm)",
+        choices=BACKENDS,
+        help="API flavour, named as vLLM and SGLang name them: vllm, openai, trtllm, sglang-oai "
+        "use /v1/completions; vllm-chat, openai-chat, sglang-oai-chat /v1/chat/completions; "
+        "sglang (= sglang-native) SGLang's native /generate. The sglang* backends also follow "
+        "SGLang's defaults: EOS ignored (--disable-ignore-eos), SGLang's --random-range-ratio "
+        "(default: vllm)",
     )
     g.add_argument(
         "--base-url", help="server root, e.g. http://127.0.0.1:8000 (overrides --host/--port)"
@@ -65,23 +68,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model", help="model name to request (default: the first one /v1/models lists)"
     )
     g.add_argument(
+        "--served-model-name",
+        help="the model name requests carry when it is not --model (e.g. --model PATH for the "
+        "tokenizer, --served-model-name NAME for the server)",
+    )
+    g.add_argument(
         "--tokenizer",
-        help="directory holding tokenizer.json, the file itself, or a hub id; "
-        "default: one whitespace-separated word = one token",
+        help="directory holding tokenizer.json (and tokenizer_config.json), the file itself, "
+        "or a hub id; default: the model's own, --model (or the served model) like vLLM and "
+        "SGLang; 'words' counts one whitespace-separated word as one token (a warning is "
+        "printed and recorded)",
     )
     g.add_argument(
-        "--header", action="append", metavar="K=V", help="extra HTTP header (repeatable)"
+        "--tokenizer-mode",
+        metavar="MODE",
+        help=f"{'/'.join(TOKENIZER_MODES)} (default: auto): the fast (tokenizers) tokenizer; "
+        "slow is accepted and also uses it (vLLM's mistral and custom modes are not supported)",
     )
     g.add_argument(
-        "--extra-body", metavar="JSON", help="JSON object merged into every request body"
+        "--trust-remote-code",
+        action="store_true",
+        default=None,
+        help="let a hub tokenizer run its own code (passed to transformers)",
+    )
+    g.add_argument(
+        "--header",
+        action="append",
+        nargs="+",
+        metavar="K=V",
+        help="extra HTTP headers, several per flag (--header a=1 b=2) or repeated",
+    )
+    g.add_argument(
+        "--extra-body",
+        "--extra-request-body",
+        dest="extra_body",
+        metavar="JSON",
+        help="JSON object merged into every request body (vLLM's --extra-body, SGLang's "
+        "--extra-request-body)",
     )
     g.add_argument("--temperature", type=float, help="sampling temperature (default: 0)")
 
     g = parser.add_argument_group("workload")
     g.add_argument(
         "--dataset-name",
-        choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace"],
-        help="default: random",
+        choices=["random", "sharegpt", "shared-prefix", "multi-turn", "trace", *DATASET_ALIASES],
+        help="default: random (SGLang's names: generated-shared-prefix = shared-prefix, "
+        "mooncake = trace)",
     )
     g.add_argument(
         "--dataset-path",
@@ -93,20 +125,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--random-input-len",
+        "--input-len",
+        dest="random_input_len",
         type=int,
         help=f"input tokens L (default: {_default('random_input_len')})",
     )
     g.add_argument(
         "--random-output-len",
+        "--output-len",
+        dest="random_output_len",
         type=int,
         help=f"output tokens (default: {_default('random_output_len')})",
     )
     g.add_argument(
         "--random-range-ratio",
         type=float,
-        help="r in [0, 1]: lengths are drawn uniformly in [r*L, L] (InferenceMAX semantics; "
-        "vLLM's bench uses [L(1-r), L(1+r)], SGLang's [r*L, L] with r=0 by default). "
-        "Default: 1.0 (exactly L)",
+        help="r: input and output lengths are drawn uniformly, following the tool --backend "
+        "names: sglang* backends like SGLang's bench_serving (and InferenceX's "
+        "benchmark_serving.py) in [r*L, L], r in [0, 1]; the others like current vLLM bench "
+        "serve in [L(1-r), L(1+r)], r in [0, 1). Default 0 (vLLM: exactly L; SGLang: [1, L]). "
+        "The drawn ranges are recorded in the result",
+    )
+    g.add_argument(
+        "--range-ratio-style",
+        choices=["sglang", "vllm"],
+        help="override whose --random-range-ratio applies: sglang = [r*L, L] (also "
+        "InferenceX's fork), vllm = [L(1-r), L(1+r)] (default: by --backend)",
+    )
+    g.add_argument(
+        "--use-chat-template",
+        "--apply-chat-template",
+        dest="use_chat_template",
+        action="store_true",
+        default=None,
+        help="apply the tokenizer's chat template to every prompt; lengths count the templated "
+        "text's tokens (random: the template's tokens are part of the input length)",
+    )
+    g.add_argument(
+        "--dsv4",
+        action="store_true",
+        default=None,
+        help="with --use-chat-template: DeepSeek-V4's chat encoding instead of the tokenizer's",
     )
     g.add_argument("--sharegpt-output-len", type=int, help="override ShareGPT reply lengths")
     g.add_argument(
@@ -131,12 +190,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="shared_prefix_questions",
         help=f"shared-prefix: questions per group (default: {_default('shared_prefix_questions')})",
     )
-    g.add_argument("--trace-block-size", type=int, help="trace: tokens per hash id (default: 512)")
     g.add_argument(
-        "--trace-time-scale", type=float, help="trace: multiply timestamps (default: 1.0)"
+        "--gsp-question-len",
+        type=int,
+        dest="random_input_len",
+        help="shared-prefix: question tokens (SGLang's name for --random-input-len here)",
     )
     g.add_argument(
-        "--ignore-eos", action="store_true", default=None, help="ask the server to ignore EOS"
+        "--gsp-output-len",
+        type=int,
+        dest="random_output_len",
+        help="shared-prefix: output tokens (SGLang's name for --random-output-len here)",
+    )
+    g.add_argument(
+        "--trace-block-size",
+        "--timed-trace-chunk-hash-size",
+        dest="trace_block_size",
+        type=int,
+        help="trace: tokens per hash id (default: 512)",
+    )
+    g.add_argument(
+        "--trace-time-scale",
+        "--mooncake-slowdown-factor",
+        dest="trace_time_scale",
+        type=float,
+        help="trace: multiply timestamps, 2 = twice as slow (default: 1.0)",
+    )
+    g.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        default=None,
+        help="ask the server to ignore EOS (default: no; sglang* backends: yes)",
+    )
+    g.add_argument(
+        "--disable-ignore-eos",
+        action="store_true",
+        default=None,
+        help="let the model stop at EOS (SGLang's flag; the default except for sglang*)",
     )
     g.add_argument("--seed", type=int, help="seed for lengths, content and arrivals (default: 0)")
 
@@ -155,7 +245,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--burstiness", type=float, help="gamma shape of arrival gaps; 1 = Poisson (default: 1)"
     )
-    g.add_argument("--num-warmups", type=int, help="unmeasured warm-up requests (default: 0)")
+    g.add_argument(
+        "--num-warmups",
+        "--warmup-requests",
+        dest="num_warmups",
+        type=int,
+        help="unmeasured warm-up requests (default: 0)",
+    )
     g.add_argument("--num-workers", type=int, help="client processes sharing the load (default: 1)")
     g.add_argument(
         "--connect-timeout", type=float, help=f"seconds (default: {Timeouts().connect:g})"
@@ -180,6 +276,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--save-result", action="store_true", default=None, help="write the result JSON")
     g.add_argument("--result-dir", help="directory for the result JSON (default: .)")
     g.add_argument("--result-filename", help="file name (default: bench_serving style)")
+    g.add_argument(
+        "--output-file",
+        metavar="PATH",
+        help="append the result to PATH as one JSON line (SGLang's JSON Lines output)",
+    )
+    g.add_argument(
+        "--profile",
+        action="store_true",
+        default=None,
+        help="POST /start_profile before the measured run and /stop_profile after it "
+        "(the server must have its profiler enabled)",
+    )
     g.add_argument(
         "--save-detailed", action="store_true", default=None, help="add per-request lists"
     )
@@ -272,6 +380,10 @@ def _session_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# SGLang's dataset names for ours
+DATASET_ALIASES = {"generated-shared-prefix": "shared-prefix", "mooncake": "trace"}
+
+
 def _session_options(v: dict[str, Any]) -> dict[str, Any] | None:
     """The --session-* flags given, as SessionOptions fields (None: no flag given)."""
     opts: dict[str, Any] = {}
@@ -306,7 +418,10 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
         "port",
         "endpoint",
         "model",
+        "served_model_name",
         "tokenizer",
+        "tokenizer_mode",
+        "trust_remote_code",
         "temperature",
         "dataset_name",
         "dataset_path",
@@ -314,6 +429,9 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
         "random_input_len",
         "random_output_len",
         "random_range_ratio",
+        "range_ratio_style",
+        "use_chat_template",
+        "dsv4",
         "sharegpt_output_len",
         "shared_prefix_groups",
         "shared_prefix_len",
@@ -333,10 +451,14 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
         "save_detailed",
         "max_error_rate",
         "disable_tqdm",
+        "output_file",
+        "profile",
     )
     for k in simple:
         if v.get(k) is not None:
             kw[k] = v[k]
+    if kw.get("dataset_name") in DATASET_ALIASES:
+        kw["dataset_name"] = DATASET_ALIASES[kw["dataset_name"]]
     timeouts = {
         k: v.get(f)
         for k, f in (
@@ -366,7 +488,13 @@ def config_from_args(ns: argparse.Namespace) -> BenchConfig:
     if v.get("metadata"):
         kw["metadata"] = dict(_pair(s, "=", "--metadata") for s in v["metadata"])
     if v.get("header"):
-        kw["headers"] = dict(_pair(s, "=", "--header") for s in v["header"])
+        kw["headers"] = dict(_pair(s, "=", "--header") for group in v["header"] for s in group)
+    if v.get("disable_ignore_eos"):
+        if v.get("ignore_eos"):
+            raise ClientInputError("--ignore-eos and --disable-ignore-eos contradict each other")
+        kw["ignore_eos"] = False
+    elif v.get("ignore_eos") is None and str(v.get("backend") or "").startswith("sglang"):
+        kw["ignore_eos"] = True  # SGLang's bench_serving ignores EOS unless told not to
     sessions = _session_options(v)
     if sessions is not None:
         kw["sessions"] = sessions
@@ -444,6 +572,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
     print(format_summary(result))
     if "agentic" in result:
         print(format_agentic(result))
+    for note in result.get("notes") or []:
+        print(f"warning: {note}", file=sys.stderr)
     if cfg.save_result or cfg.result_filename:
         path = Path(cfg.result_dir or ".") / (cfg.result_filename or default_filename(result))
         try:
@@ -452,10 +582,16 @@ def run_from_args(ns: argparse.Namespace) -> int:
             print(f"error: cannot write result {path}: {e.strerror or e}", file=sys.stderr)
             return 2
         print(f"result written to {path}", file=sys.stderr)
+    if cfg.output_file:
+        try:
+            append_jsonl(result, cfg.output_file)
+        except OSError as e:
+            print(f"error: cannot append to {cfg.output_file}: {e.strerror or e}", file=sys.stderr)
+            return 2
     if not result["passed"]:
         print(
             f"error: error rate {result['error_rate']:.1%} exceeds {cfg.max_error_rate:.1%} "
-            f"({result['errors']})",
+            f"({result['error_counts']})",
             file=sys.stderr,
         )
         return 1
@@ -487,11 +623,9 @@ def format_summary(r: dict[str, Any]) -> str:
     if r.get("request_goodput") is not None:
         lines.append(f"{'Request goodput (req/s):':<42}{r['request_goodput']:.2f}")
     if r["failed"]:
-        lines.append(f"{'Errors:':<42}{r['errors']}")
-    if r["output_tokens_retokenized"]:
-        lines.append(
-            f"{'Output counts re-tokenized (no usage):':<42}{r['output_tokens_retokenized']}"
-        )
+        lines.append(f"{'Errors:':<42}{r['error_counts']}")
+    if r["requests_retokenized"]:
+        lines.append(f"{'Output counts re-tokenized (no usage):':<42}{r['requests_retokenized']}")
     if r["output_token_mismatch"]:
         lines.append(f"{'Usage vs re-tokenized mismatches:':<42}{r['output_token_mismatch']}")
     for metric, title in (
@@ -501,13 +635,60 @@ def format_summary(r: dict[str, Any]) -> str:
         ("e2el", "End-to-end Latency"),
     ):
         lines.append(f"{title:-^60}")
-        for key in [k for k in r if k.endswith(f"_{metric}_ms")]:
+        for key in [k for k in r if k.endswith(f"_{metric}_ms") and r[k] is not None]:
             stat = key.split("_")[0]
             label = {"mean": "Mean", "median": "Median", "std": "Std"}.get(stat, stat.upper())
             lines.append(f"{label + ' ' + metric.upper() + ' (ms):':<42}{num(r[key])}")
-    lag = r["schedule_lag_ms"]
+    lag = r["schedule_lag"]
     lines.append(f"{'Client':-^60}")
-    lines.append(f"{'Schedule lag p99 / max (ms):':<42}{num(lag['p99'])} / {num(lag['max'])}")
-    lines.append(f"{'Slot wait mean (ms):':<42}{num(r['slot_wait_ms']['mean'])}")
+    lines.append(f"{'Schedule lag p99 / max (ms):':<42}{num(lag['p99_ms'])} / {num(lag['max_ms'])}")
+    lines.append(f"{'Slot wait mean (ms):':<42}{num(r['slot_wait']['mean_ms'])}")
     lines.append("=" * 60)
     return "\n".join(lines)
+
+
+# field -> flag, in the order a command line lists them (config_argv)
+ARGV_ORDER = (
+    ("backend", "--backend"),
+    ("base_url", "--base-url"),
+    ("model", "--model"),
+    ("tokenizer", "--tokenizer"),
+    ("dataset_name", "--dataset-name"),
+    ("dataset_path", "--dataset-path"),
+    ("random_input_len", "--random-input-len"),
+    ("random_output_len", "--random-output-len"),
+    ("random_range_ratio", "--random-range-ratio"),
+    ("range_ratio_style", "--range-ratio-style"),
+    ("use_chat_template", "--use-chat-template"),
+    ("num_prompts", "--num-prompts"),
+    ("num_warmups", "--num-warmups"),
+    ("max_concurrency", "--max-concurrency"),
+    ("request_rate", "--request-rate"),
+    ("ignore_eos", "--ignore-eos"),
+    ("seed", "--seed"),
+    ("percentile_metrics", "--percentile-metrics"),
+    ("metric_percentiles", "--metric-percentiles"),
+    ("max_error_rate", "--max-error-rate"),
+    ("disable_tqdm", "--disable-tqdm"),
+)
+
+
+def config_argv(cfg: BenchConfig) -> list[str]:
+    """The `infermatrix bench` arguments that give ``cfg`` back (the fields a benchmark level
+    sets; a default is left out, but the backend, dataset and lengths are always named)."""
+    default = BenchConfig(backend=cfg.backend, tokenizer="words")
+    always = {"backend", "dataset_name", "random_input_len", "random_output_len"}
+    out: list[str] = []
+    for name, flag in ARGV_ORDER:
+        value = getattr(cfg, name)
+        if value == getattr(default, name) and name not in always:
+            continue
+        if isinstance(value, bool):
+            out.append(flag if value else "--disable-ignore-eos")  # only ignore_eos defaults on
+        elif isinstance(value, list):
+            out += [flag, ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)]
+        elif isinstance(value, float):
+            out += [flag, f"{value:g}"]
+        elif value is not None:
+            out += [flag, str(value)]
+    return out

@@ -9,12 +9,30 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .session_sources import SessionOptions
 
-Backend = Literal["vllm", "sglang", "trtllm", "openai", "openai-chat"]
+Backend = Literal[
+    "vllm",
+    "vllm-chat",
+    "openai",
+    "openai-chat",
+    "trtllm",
+    "sglang",
+    "sglang-native",
+    "sglang-oai",
+    "sglang-oai-chat",
+]
+BACKENDS: tuple[str, ...] = Backend.__args__  # type: ignore[attr-defined]
 DatasetName = Literal["random", "sharegpt", "shared-prefix", "multi-turn", "trace"]
 METRICS = ("ttft", "tpot", "itl", "e2el")
+RangeStyle = Literal["sglang", "vllm"]
 
-# Backends that talk to /v1/completions; the rest talk to /v1/chat/completions.
-COMPLETION_BACKENDS = frozenset({"vllm", "sglang", "trtllm", "openai"})
+# Backends that talk to /v1/completions, to SGLang's native /generate; the rest talk to
+# /v1/chat/completions. Names as SGLang's bench_serving and vLLM's bench serve use them.
+COMPLETION_BACKENDS = frozenset({"vllm", "trtllm", "openai", "sglang-oai"})
+NATIVE_BACKENDS = frozenset({"sglang", "sglang-native"})
+# Whose --random-range-ratio a backend follows (BenchConfig.length_range)
+SGLANG_BACKENDS = frozenset({"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat"})
+# deepseek_v4: InferenceX loads DeepSeek-V4's tokenizer through vLLM; its tokenizer.json is the same
+TOKENIZER_MODES = ("auto", "hf", "fast", "slow", "deepseek_v4")
 
 
 class Timeouts(BaseModel):
@@ -37,7 +55,12 @@ class BenchConfig(BaseModel):
     port: int = Field(8000, ge=1, le=65535)
     endpoint: str | None = None  # None: /v1/completions or /v1/chat/completions by backend
     model: str | None = None  # None: the first model the server lists
-    tokenizer: str | None = None  # None: one word = one token (see docs/metrics.md)
+    served_model_name: str | None = None  # the name in requests when not --model (vLLM's)
+    # None: the model's own (--model, or the served model) like vLLM and SGLang; "words": one
+    # word = one token (docs/metrics.md), only on request
+    tokenizer: str | None = None
+    tokenizer_mode: str = "auto"
+    trust_remote_code: bool = False
     headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, object] = Field(default_factory=dict)
     temperature: float | None = 0.0
@@ -48,7 +71,11 @@ class BenchConfig(BaseModel):
     num_prompts: int = Field(1000, ge=1)
     random_input_len: int = Field(1024, ge=1)
     random_output_len: int = Field(128, ge=1)
-    random_range_ratio: float = Field(1.0, ge=0.0, le=1.0)
+    # None: 0, the default of vLLM and SGLang; its meaning follows range_ratio_style
+    random_range_ratio: float | None = Field(None, ge=0.0, le=1.0)
+    range_ratio_style: RangeStyle | None = None  # None: by backend (see length_range)
+    use_chat_template: bool = False  # apply the tokenizer's chat template to every prompt
+    dsv4: bool = False  # with use_chat_template: DeepSeek-V4's encoding, not the tokenizer's
     sharegpt_output_len: int | None = Field(None, ge=1)
     shared_prefix_groups: int = Field(8, ge=1)
     shared_prefix_len: int = Field(2048, ge=0)
@@ -66,6 +93,7 @@ class BenchConfig(BaseModel):
     burstiness: float = Field(1.0, gt=0)
     num_warmups: int = Field(0, ge=0)
     num_workers: int = Field(1, ge=1)
+    profile: bool = False  # POST /start_profile before and /stop_profile after the run
 
     # reporting
     goodput: dict[str, float] = Field(default_factory=dict)  # metric -> SLO in ms
@@ -79,6 +107,7 @@ class BenchConfig(BaseModel):
     save_result: bool = False
     result_dir: str | None = None
     result_filename: str | None = None
+    output_file: str | None = None  # SGLang's: the result appended as one JSON line
 
     @field_validator("goodput")
     @classmethod
@@ -105,8 +134,27 @@ class BenchConfig(BaseModel):
             raise ValueError("metric percentiles must be in (0, 100)")
         return v
 
+    @field_validator("tokenizer_mode")
+    @classmethod
+    def _tokenizer_mode(cls, v: str) -> str:
+        if v not in TOKENIZER_MODES:
+            raise ValueError(
+                f"tokenizer mode {v!r} is not supported (only {', '.join(TOKENIZER_MODES)}: "
+                "prompts are built with the `tokenizers` library)"
+            )
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> BenchConfig:
+        if self.dsv4 and not self.use_chat_template:
+            raise ValueError("--dsv4 requires --use-chat-template")
+        if self.ratio_style == "vllm" and self.ratio >= 1.0:
+            raise ValueError(
+                "--random-range-ratio must be < 1 with vLLM's range [L(1-r), L(1+r)] "
+                "(--backend vllm*/openai*/trtllm; --range-ratio-style sglang for [r*L, L])"
+            )
+        if self.dataset_name == "multi-turn" and self.backend in NATIVE_BACKENDS:
+            raise ValueError("multi-turn sessions need a chat backend, not SGLang's /generate")
         t = self.timeouts
         if t.idle > t.total:
             raise ValueError("idle timeout must not exceed the total timeout")
@@ -141,13 +189,43 @@ class BenchConfig(BaseModel):
 
     # derived -----------------------------------------------------------
     @property
+    def is_native(self) -> bool:
+        """SGLang's native /generate API (cumulative text, meta_info)."""
+        return self.backend in NATIVE_BACKENDS
+
+    @property
     def is_chat(self) -> bool:
-        return self.backend not in COMPLETION_BACKENDS
+        return self.backend not in COMPLETION_BACKENDS and not self.is_native
+
+    @property
+    def ratio(self) -> float:
+        return 0.0 if self.random_range_ratio is None else self.random_range_ratio
+
+    @property
+    def ratio_style(self) -> RangeStyle:
+        """SGLang's bench_serving and InferenceX's benchmark_serving.py draw lengths in
+        [r·L, L]; vLLM's current bench serve in [L(1−r), L(1+r)]."""
+        if self.range_ratio_style is not None:
+            return self.range_ratio_style
+        return "sglang" if self.backend in SGLANG_BACKENDS else "vllm"
+
+    def length_range(self, target: int) -> tuple[int, int]:
+        """The closed interval random lengths are drawn from for ``target`` (at least 1)."""
+        r = self.ratio
+        if self.ratio_style == "vllm":
+            lo, hi = math.floor(target * (1 - r)), math.ceil(target * (1 + r))
+        else:
+            lo, hi = int(target * r), target
+        return max(1, lo), max(1, hi)
 
     @property
     def url(self) -> str:
         base = (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
-        endpoint = self.endpoint or ("/v1/chat/completions" if self.is_chat else "/v1/completions")
+        if self.is_native:
+            default = "/generate"
+        else:
+            default = "/v1/chat/completions" if self.is_chat else "/v1/completions"
+        endpoint = self.endpoint or default
         return base + (endpoint if endpoint.startswith("/") else "/" + endpoint)
 
     @property

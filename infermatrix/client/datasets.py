@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .arrivals import gamma_deadlines
+from .chat_template import chat_prompt
 from .config import BenchConfig
 from .errors import ClientInputError
 from .jsonl import read_jsonl
@@ -38,11 +39,16 @@ def build_requests(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
     elif name == "shared-prefix":
         specs = shared_prefix_dataset(cfg, tok, content)
     elif name == "trace":
-        return trace_dataset(cfg, tok)  # the trace carries its own arrival times
+        specs = trace_dataset(cfg, tok)  # the trace carries its own arrival times
+        if cfg.use_chat_template:
+            apply_template(cfg, tok, specs)
+        return specs
     else:
         raise ClientInputError(  # multi-turn: run_benchmark runs closed-loop sessions instead
             f"--dataset-name {name} has no request list (closed-loop sessions: sessions.py)"
         )
+    if cfg.use_chat_template:
+        apply_template(cfg, tok, specs)
     for spec, d in zip(
         specs, gamma_deadlines(len(specs), cfg.request_rate, cfg.burstiness, arrivals), strict=True
     ):
@@ -50,22 +56,44 @@ def build_requests(cfg: BenchConfig, tok: Tokenizer) -> list[RequestSpec]:
     return specs
 
 
-def draw_len(rng: random.Random, target: int, ratio: float) -> int:
-    """Uniform in [ratio·L, L] (InferenceMAX semantics), at least 1."""
-    return max(1, rng.randint(int(target * ratio), target))
+def draw_len(
+    rng: random.Random, target: int, ratio: float, bounds: tuple[int, int] | None = None
+) -> int:
+    """Uniform in ``bounds``, by default [ratio·L, L] (SGLang's and InferenceX's), at least 1."""
+    lo, hi = bounds or (int(target * ratio), target)
+    return max(1, rng.randint(lo, hi))
 
 
 def random_dataset(
     cfg: BenchConfig, tok: Tokenizer, lengths: random.Random, content: random.Random
 ) -> list[RequestSpec]:
-    r = cfg.random_range_ratio
+    """Random token prompts. With the chat template, the template's own tokens count towards
+    the input length (InferenceX's benchmark_serving.py): the random part is shortened by them
+    and the recorded length is that of the templated text."""
+    in_range = cfg.length_range(cfg.random_input_len)
+    out_range = cfg.length_range(cfg.random_output_len)
+    overhead = template_overhead(cfg, tok)
     specs = []
     for i in range(cfg.num_prompts):
-        isl = draw_len(lengths, cfg.random_input_len, r)
-        osl = draw_len(lengths, cfg.random_output_len, r)
-        text, measured = exact_prompt(tok, content, isl)
+        isl = draw_len(lengths, cfg.random_input_len, cfg.ratio, in_range)
+        osl = draw_len(lengths, cfg.random_output_len, cfg.ratio, out_range)
+        text, measured = exact_prompt(tok, content, max(1, isl - overhead))
         specs.append(RequestSpec(index=i, prompt=text, prompt_len=measured, output_len=osl))
     return specs
+
+
+def template_overhead(cfg: BenchConfig, tok: Tokenizer) -> int:
+    """Tokens the chat template adds around a one-token message (0 without the template)."""
+    if not cfg.use_chat_template:
+        return 0
+    return tok.count(chat_prompt(tok, "a", cfg.dsv4)) - 1
+
+
+def apply_template(cfg: BenchConfig, tok: Tokenizer, specs: list[RequestSpec]) -> None:
+    """Each prompt becomes its templated text; its length is re-measured on that text."""
+    texts = [chat_prompt(tok, s.prompt, cfg.dsv4) for s in specs]
+    for spec, text, n in zip(specs, texts, tok.count_many(texts), strict=True):
+        spec.prompt, spec.prompt_len = text, n
 
 
 def shared_prefix_dataset(

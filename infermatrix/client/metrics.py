@@ -93,14 +93,16 @@ def stats_ms(
 
 
 def summary_ms(xs_s: Sequence[float]) -> dict[str, float | None]:
+    """{mean_ms, p50_ms, p99_ms, max_ms} of ``xs_s`` (seconds); None when empty. Kept under a
+    top-level key that does not end in ``ms`` (post-processing divides every such key by 1000)."""
     xs = sorted(x * 1000.0 for x in xs_s)
     if not xs:
-        return {"mean": None, "p50": None, "p99": None, "max": None}
+        return {"mean_ms": None, "p50_ms": None, "p99_ms": None, "max_ms": None}
     return {
-        "mean": statistics.fmean(xs),
-        "p50": percentile(xs, 50),
-        "p99": percentile(xs, 99),
-        "max": xs[-1],
+        "mean_ms": statistics.fmean(xs),
+        "p50_ms": percentile(xs, 50),
+        "p99_ms": percentile(xs, 99),
+        "max_ms": xs[-1],
     }
 
 
@@ -150,7 +152,8 @@ def compute(
         "completed": len(ok),
         "failed": len(failed),
         "error_rate": len(failed) / len(records) if records else 0.0,
-        "errors": dict(sorted(Counter(r.error for r in failed).items())),  # type: ignore[arg-type]
+        # failure kind -> count ("errors" is vLLM's per-request list, see per_request_details)
+        "error_counts": dict(sorted(Counter(r.error for r in failed).items())),  # type: ignore[arg-type]
         "total_input_tokens": total_in,
         "total_output_tokens": total_out,
         "request_throughput": len(ok) / duration if duration > 0 else 0.0,
@@ -160,7 +163,10 @@ def compute(
     server_in = [r.usage_prompt_tokens for r in ok]
     res["total_input_tokens_server"] = sum(server_in) if ok and None not in server_in else None  # type: ignore[arg-type]
     res["output_tokens_from_usage"] = sum(d.from_usage for d in ds)
-    res["output_tokens_retokenized"] = sum(not d.from_usage for d in ds)
+    # requests whose count came from re-tokenizing (no usage); SGLang's
+    # total_output_tokens_retokenized is the re-tokenized token total, as here
+    res["requests_retokenized"] = sum(not d.from_usage for d in ds)
+    res["total_output_tokens_retokenized"] = sum(d.retokenized for d in ds)
     res["output_token_mismatch"] = sum(d.mismatch for d in ds)
 
     series = {
@@ -186,8 +192,8 @@ def compute(
     res["p25_output_speed"] = percentile(speeds, 25) if speeds else None
 
     res["request_goodput"] = _goodput(ds, goodput, duration) if goodput else None
-    res["schedule_lag_ms"] = summary_ms([r.dispatched - r.deadline for r in records])
-    res["slot_wait_ms"] = summary_ms([r.start - r.dispatched for r in records])
+    res["schedule_lag"] = summary_ms([r.dispatched - r.deadline for r in records])
+    res["slot_wait"] = summary_ms([r.start - r.dispatched for r in records])
     mean_c, max_c = concurrency(records, duration)
     res["mean_concurrency"] = mean_c
     res["max_concurrent_requests"] = max_c
@@ -214,7 +220,7 @@ def per_request_details(records: Sequence[RequestRecord], tok: Tokenizer) -> dic
             "ttfts",
             "itls",
             "generated_texts",
-            "request_errors",
+            "errors",
             "schedule_lags",
             "slot_waits",
         )
@@ -226,7 +232,7 @@ def per_request_details(records: Sequence[RequestRecord], tok: Tokenizer) -> dic
         out["ttfts"].append(d.ttft if d else None)
         out["itls"].append(d.itl if d else [])
         out["generated_texts"].append(r.generated_text)
-        out["request_errors"].append(r.error_detail if r.error else "")
+        out["errors"].append(r.error_detail if r.error else "")
         out["schedule_lags"].append(r.dispatched - r.deadline)
         out["slot_waits"].append(r.start - r.dispatched)
     return out

@@ -8,6 +8,7 @@ import math
 import os
 import platform
 import tempfile
+import time
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -35,8 +36,13 @@ def build_result(
     *,
     warmup_failed: int = 0,
     notes: list[str] | None = None,
+    window: tuple[float, float] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``window``: the measured interval as (start, end) ``perf_counter`` values; ``extra``:
+    more top-level fields (e.g. the drawn length ranges)."""
     now = datetime.now(UTC)
+    measured = metrics["completed"] + metrics["failed"]
     res: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "client": CLIENT_NAME,
@@ -45,28 +51,39 @@ def build_result(
         "timestamp_utc": now.isoformat(timespec="seconds"),
         "backend": cfg.backend,
         "endpoint": cfg.url,
-        "model_id": model_id,
+        # vLLM's: --model, also when requests carry --served-model-name
+        "model_id": cfg.model if cfg.served_model_name and cfg.model else model_id,
         "tokenizer_id": tokenizer_id,
         "dataset_name": cfg.dataset_name,
         # requests actually measured (shared-prefix and trace decide their own count)
-        "num_prompts": metrics["completed"] + metrics["failed"],
+        "num_prompts": measured,
         # bench_serving writes "inf" as a string: JSON has no infinity.
         "request_rate": "inf" if math.isinf(cfg.request_rate) else cfg.request_rate,
         "burstiness": cfg.burstiness,
-        "max_concurrency": cfg.max_concurrency,
+        # InferenceX's process_result.py reads int(max_concurrency): without a cap, the most
+        # that could be in flight (every request); settings.max_concurrency keeps the flag
+        "max_concurrency": cfg.max_concurrency or measured,
         "random_input_len": cfg.random_input_len,
         "random_output_len": cfg.random_output_len,
-        "random_range_ratio": cfg.random_range_ratio,
+        "random_range_ratio": cfg.ratio,
+        # whose meaning of the ratio applied, and the intervals lengths were drawn from
+        "range_ratio_style": cfg.ratio_style,
+        "random_input_len_range": list(cfg.length_range(cfg.random_input_len)),
+        "random_output_len_range": list(cfg.length_range(cfg.random_output_len)),
+        "use_chat_template": cfg.use_chat_template,
         "ignore_eos": cfg.ignore_eos,
         "seed": cfg.seed,
         "num_warmups": cfg.num_warmups,
         "warmup_failed": warmup_failed,
     }
+    if window is not None:
+        res.update(unix_window(*window))
+    res.update(extra or {})
     res.update(metrics)
-    res["num_requests"] = metrics["completed"] + metrics["failed"]
+    res["num_requests"] = measured
     res["max_error_rate"] = cfg.max_error_rate
     res["passed"] = metrics["error_rate"] <= cfg.max_error_rate and metrics["completed"] > 0
-    res["goodput_slo_ms"] = dict(cfg.goodput) or None
+    res["goodput_slo"] = {f"{k}_ms": v for k, v in cfg.goodput.items()} or None
     res["settings"] = settings(cfg)
     res["host"] = {"python": platform.python_version(), "platform": platform.platform()}
     if notes:
@@ -77,6 +94,26 @@ def build_result(
         res.setdefault(k, v)
     if details:
         res.update(details)
+    return post_processable(res)
+
+
+def unix_window(t0: float, t_end: float) -> dict[str, float]:
+    """The measured interval in Unix seconds (InferenceX's power step integrates GPU power over
+    it). One clock offset for both ends, so end − start equals ``duration`` exactly."""
+    offset = time.time() - time.perf_counter()
+    return {"benchmark_start_time_unix": t0 + offset, "benchmark_end_time_unix": t_end + offset}
+
+
+def post_processable(res: dict[str, Any]) -> dict[str, Any]:
+    """InferenceX's process_result.py converts every top-level key ending in ``ms`` with
+    ``float(v) / 1000`` and every key containing ``tpot`` with ``1000 / float(v)``: such a key
+    must hold a number. A statistic without data (e.g. TPOT when every answer is one token) is
+    left out and named in ``metrics_without_data`` instead of written as null."""
+    empty = [k for k, v in res.items() if (k.endswith("ms") or "tpot" in k) and v is None]
+    for k in empty:
+        del res[k]
+    if empty:
+        res["metrics_without_data"] = empty
     return res
 
 
@@ -89,7 +126,8 @@ def settings(cfg: BenchConfig) -> dict[str, Any]:
 def default_filename(result: dict[str, Any]) -> str:
     """bench_serving-style: {backend}-{rate}qps[-concurrency{N}]-{model}-{date}.json"""
     model = str(result.get("model_id", "model")).rstrip("/").split("/")[-1]
-    conc = f"-concurrency{result['max_concurrency']}" if result.get("max_concurrency") else ""
+    cap = (result.get("settings") or {}).get("max_concurrency")
+    conc = f"-concurrency{cap}" if cap else ""
     return f"{result['backend']}-{result['request_rate']}qps{conc}-{model}-{result['date']}.json"
 
 
@@ -109,6 +147,15 @@ def write_result(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def append_jsonl(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """SGLang's --output-file: the result as one line appended to ``path`` (JSON Lines)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(_finite(result), allow_nan=False) + "\n"
+    with target.open("a", encoding="utf-8") as f:
+        f.write(line)
 
 
 def _finite(obj: Any) -> Any:

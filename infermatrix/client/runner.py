@@ -17,13 +17,13 @@ from .backends import build_body
 from .config import BenchConfig
 from .datasets import build_requests
 from .errors import ClientInputError
-from .http import HTTPClient, HTTPError
+from .http import HTTPClient, HTTPError, collector
 from .metrics import compute, per_request_details
 from .progress import Progress
 from .records import RequestRecord, RequestSpec
 from .request import get_json, make_client, send
 from .result import build_result
-from .tokenizer import Tokenizer, load_tokenizer
+from .tokenizer import WORDS_WARNING, Tokenizer, WordTokenizer, load_tokenizer
 
 PROBE_MAX_TOKENS = 4
 
@@ -77,6 +77,7 @@ async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
         details,
         warmup_failed=outcome.warmup_failed,
         notes=outcome.notes,
+        window=(outcome.t0, outcome.t_end),
     )
 
 
@@ -86,13 +87,21 @@ def run_benchmark_sync(cfg: BenchConfig) -> dict[str, Any]:
 
 async def execute(cfg: BenchConfig) -> RunOutcome:
     """Everything up to the raw records (the accuracy script uses this directly)."""
-    tok = load_tokenizer(cfg.tokenizer)
-    specs = build_requests(cfg, tok)
+    # a bad tokenizer or dataset fails before the server is asked anything, when the tokenizer
+    # is known already (without --tokenizer and --model it is the model the server serves)
+    known = run_tokenizer(cfg) if cfg.tokenizer or cfg.model else None
+    specs = build_requests(cfg, known) if known else None
     async with make_client(cfg.timeouts) as client:
         model = await resolve_model(client, cfg)
+        tok = known or run_tokenizer(cfg, model)
+        specs = specs or build_requests(cfg, tok)
+        if cfg.headers:  # --header: on every request, under a request's own (e.g. affinity)
+            for s in specs:
+                s.headers = {**cfg.headers, **(s.headers or {})}
         prepared = [Prepared(s, build_body(cfg, model, s)) for s in specs]
         await probe(client, cfg, model, specs[0])
         warmup_failed = await warmup(client, cfg, prepared)
+        await profiler(client, cfg, "start")
         if cfg.num_workers > 1:
             from .workers import run_in_workers  # noqa: PLC0415 - only when asked for
 
@@ -101,7 +110,61 @@ async def execute(cfg: BenchConfig) -> RunOutcome:
             # Connections for the first wave are opened now, not on the clock.
             await client.preconnect(cfg.url, min(cfg.max_concurrency or 256, len(prepared)))
             records, t0, t_end = await timed_run(client, cfg, prepared)
-    return RunOutcome(records, t0, t_end, model, tok, warmup_failed)
+        await profiler(client, cfg, "stop")
+    if cfg.is_native:
+        for rec in records:
+            uncumulate(rec)
+    return RunOutcome(records, t0, t_end, model, tok, warmup_failed, tokenizer_notes(tok))
+
+
+def run_tokenizer(cfg: BenchConfig, model: str | None = None) -> Tokenizer:
+    """``--tokenizer``, or else the model's own like vLLM and SGLang (``--model``, or the model
+    the server serves). The word counter only when asked for by name."""
+    spec = cfg.tokenizer or cfg.model or model
+    assert spec is not None
+    try:
+        return load_tokenizer(spec, cfg.trust_remote_code)
+    except ClientInputError as e:
+        if cfg.tokenizer:
+            raise
+        raise ClientInputError(
+            f"{e} (the tokenizer defaults to the model; pass --tokenizer DIR, or "
+            "--tokenizer words to count one word as one token)"
+        ) from None
+
+
+def tokenizer_notes(tok: Tokenizer) -> list[str]:
+    """The warning a word-counted run carries in its output and its result."""
+    if not isinstance(tok, WordTokenizer):
+        return []
+    return [WORDS_WARNING]
+
+
+def uncumulate(rec: RequestRecord) -> None:
+    """SGLang's native stream repeats the whole text so far in every event: keep the deltas."""
+    texts = rec.event_texts
+    if not all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False)):
+        return  # a server streaming increments (--incremental-streaming-output)
+    rec.event_texts = [b[len(a) :] for a, b in zip(["", *texts], texts, strict=False)]
+
+
+async def profiler(client: HTTPClient, cfg: BenchConfig, action: str) -> None:
+    """``--profile``: POST /start_profile before the measured run and /stop_profile after it
+    (vLLM's and SGLang's endpoints; the server must have profiling enabled)."""
+    if not cfg.profile:
+        return
+    url = f"{cfg.root_url}/{action}_profile"
+    buf = bytearray()
+    try:
+        async with asyncio.timeout(cfg.timeouts.total):
+            resp = await client.request("POST", url, b"{}", lambda r: collector(buf))
+    except (HTTPError, TimeoutError) as e:
+        raise ClientInputError(f"--profile: POST {url} failed: {e}") from e
+    if resp.status != 200:
+        raise ClientInputError(
+            f"--profile: POST {url} answered HTTP {resp.status} (is profiling enabled on the "
+            "server?)"
+        )
 
 
 async def resolve_model(client: HTTPClient, cfg: BenchConfig) -> str:
@@ -118,15 +181,16 @@ async def resolve_model(client: HTTPClient, cfg: BenchConfig) -> str:
     ids: list[str] = []
     if status == 200 and isinstance(payload, dict) and isinstance(payload.get("data"), list):
         ids = [str(m.get("id")) for m in payload["data"] if isinstance(m, dict) and m.get("id")]
-    if cfg.model is None:
+    wanted = cfg.served_model_name or cfg.model  # the name requests carry
+    if wanted is None:
         if not ids:
             raise ClientInputError(f"--model is required: {url} lists no models (HTTP {status})")
         return ids[0]
-    if ids and cfg.model not in ids:
+    if ids and wanted not in ids:
         raise ClientInputError(
-            f"model {cfg.model!r} is not served at {cfg.root_url} (it serves: {', '.join(ids)})"
+            f"model {wanted!r} is not served at {cfg.root_url} (it serves: {', '.join(ids)})"
         )
-    return cfg.model
+    return wanted
 
 
 async def probe(client: HTTPClient, cfg: BenchConfig, model: str, spec: RequestSpec) -> None:

@@ -44,7 +44,7 @@ from .metrics import compute, derive, per_request_details, percentile
 from .records import RequestRecord, RequestSpec
 from .request import make_client, send
 from .result import build_result
-from .runner import resolve_model
+from .runner import resolve_model, run_tokenizer, tokenizer_notes
 from .session_sources import (
     Message,
     Session,
@@ -274,7 +274,12 @@ async def run_level(
             run_cfg, headers = _session_settings(cfg, affinity, _cid(session, reuse))
             for t in range(start, len(session.turns)):
                 turn = session.turns[t]
-                if perf_counter() >= t_stop:
+                # one clock reading decides both whether the turn is sent and whether it is
+                # measured: a turn started before the deadline is always measured, even when
+                # its request leaves (rec.start) after it — so the result's counts and the
+                # recorded turns agree by construction
+                decided = perf_counter()
+                if decided >= t_stop:
                     return
                 if (
                     plan.max_context_tokens
@@ -309,9 +314,7 @@ async def run_level(
                     tok,
                     tap,
                     t0,
-                    measured=rec.start >= t_measure
-                    and rec.start < t_stop
-                    and not (first_request and start > 0),
+                    measured=decided >= t_measure and not (first_request and start > 0),
                 )
                 turns.append(tr)
                 records.append(rec)
@@ -461,7 +464,12 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
     every other dataset) plus an ``agentic`` block (output speed, cached tokens, sessions).
     ``opts`` defaults to ``cfg.sessions``."""
     opts = opts or cfg.sessions or SessionOptions()
-    tok = load_tokenizer(cfg.tokenizer)
+    tok = run_tokenizer(cfg) if cfg.tokenizer or cfg.model else None
+    model = None
+    if tok is None:  # the tokenizer is the served model's: ask the server first
+        async with make_client(cfg.timeouts) as client:
+            model = await resolve_model(client, cfg)
+        tok = run_tokenizer(cfg, model)
     kind = opts.kind(cfg.dataset_path)
     source = load_source(
         kind,
@@ -485,7 +493,7 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
         replay_once=opts.replay_once,
         time_scale=opts.time_scale,
     )
-    out = await run_level(cfg, source, plan, parse_affinity(opts.affinity), tok=tok)
+    out = await run_level(cfg, source, plan, parse_affinity(opts.affinity), tok=tok, model=model)
     measured = [r for r, t in zip(out.records, out.turns, strict=True) if t.measured]
     if not measured:
         raise ClientInputError(
@@ -501,7 +509,15 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
         cfg.goodput,
     )
     details = per_request_details(measured, tok) if cfg.save_detailed else None
-    result = build_result(cfg, out.model, tok.name, metrics, details)
+    result = build_result(
+        cfg.model_copy(update={"max_concurrency": plan.agents}),  # the agents: never unset
+        out.model,
+        tok.name,
+        metrics,
+        details,
+        notes=tokenizer_notes(tok),
+        window=(out.t_measure, out.t_end),
+    )
     result["agentic"] = level_result(out, with_turns=cfg.save_detailed)
     return result
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from .chat_template import SPECIAL_NAMES, read_template
 from .errors import ClientInputError
 
 _CONSONANTS = "bdfgklmnprstvz"
@@ -27,6 +28,10 @@ def _build_words() -> tuple[str, ...]:
 
 
 WORDS: tuple[str, ...] = _build_words()
+WORDS_WARNING = (
+    "token counts are words (--tokenizer words), not the model's tokens: prompt lengths and "
+    "throughputs are not comparable with vLLM's or SGLang's"
+)
 _WORD_INDEX = {w: i for i, w in enumerate(WORDS)}
 
 
@@ -48,6 +53,7 @@ class WordTokenizer:
     """One whitespace-separated word = one token. Unknown words encode to a stable id."""
 
     name = "words"
+    chat_template: str | None = None
 
     def encode(self, text: str) -> list[int]:
         n = len(WORDS)
@@ -73,6 +79,8 @@ class HFTokenizer:
     def __init__(self, tok: object, name: str) -> None:
         self._tok = tok
         self.name = name
+        self.chat_template: str | None = None  # Jinja2 text (chat_template.py)
+        self.special_tokens: dict[str, str] = {}
         vocab = tok.get_vocab_size(with_added_tokens=True)  # type: ignore[attr-defined]
         special = set(tok.get_added_tokens_decoder())  # type: ignore[attr-defined]
         # Random prompt ids come from ordinary vocabulary only: never BOS/EOS/chat markers, nor
@@ -116,9 +124,11 @@ class _TransformersTokenizer(HFTokenizer):
         super().__init__(backend, name)
 
 
-def load_tokenizer(spec: str | None) -> Tokenizer:
-    """``None`` → word tokenizer; a directory holding tokenizer.json, or that file itself, →
-    `tokenizers`; anything else is treated as a hub id (needs `transformers` or a cache)."""
+def load_tokenizer(spec: str | None, trust_remote_code: bool = False) -> Tokenizer:
+    """``None`` or "words" → word tokenizer; a directory holding tokenizer.json (and its
+    tokenizer_config.json: the chat template), or that file itself, → `tokenizers`; anything
+    else is treated as a hub id (needs `transformers` or a cache). ``trust_remote_code`` is
+    passed to `transformers` (a hub tokenizer with its own code)."""
     if spec is None or spec == "words":
         return WordTokenizer()
     try:
@@ -131,16 +141,28 @@ def load_tokenizer(spec: str | None) -> Tokenizer:
         if not file.is_file():
             raise ClientInputError(f"cannot load tokenizer {spec!r}: no tokenizer.json in it")
         try:
-            return HFTokenizer(_Tok.from_file(str(file)), spec)
+            tok = HFTokenizer(_Tok.from_file(str(file)), spec)
         except Exception as e:  # the Rust side raises plain Exception subclasses
             raise ClientInputError(f"cannot load tokenizer {spec!r}: {_one_line(e)}") from e
+        tok.chat_template, tok.special_tokens = read_template(file.parent)
+        return tok
+    if "/" not in spec:  # neither a path nor an org/name hub id: do not wait on the network
+        raise ClientInputError(
+            f"cannot load tokenizer {spec!r}: no such file or directory, and not a hub id (org/name)"
+        )
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]
     except ImportError:
         AutoTokenizer = None  # noqa: N806
     try:
         if AutoTokenizer is not None:
-            return _TransformersTokenizer(AutoTokenizer.from_pretrained(spec), spec)
+            auto = AutoTokenizer.from_pretrained(spec, trust_remote_code=trust_remote_code)
+            tok = _TransformersTokenizer(auto, spec)
+            tok.chat_template = getattr(auto, "chat_template", None)
+            tok.special_tokens = {
+                n: v for n in SPECIAL_NAMES if isinstance(v := getattr(auto, n, None), str)
+            }
+            return tok
         return HFTokenizer(_Tok.from_pretrained(spec), spec)
     except ClientInputError:
         raise

@@ -8,9 +8,8 @@ sampling noise on a few hundred questions is not reported as a regression.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..catalog.accuracy import AccuracyConfig
 from .gate import eval_verdict
@@ -102,14 +101,9 @@ def accuracy_regressions(rows: Sequence[AccuracyRow]) -> list[AccuracyRow]:
     return [r for r in rows if r.change == "now failing"]
 
 
-def accuracy_section(base_paths: Sequence[Path], new_paths: Sequence[Path], base_runs: Iterable[str],
-                     new_runs: Iterable[str], accuracy: AccuracyConfig | None) -> tuple[str, int]:
+def accuracy_section(base: Sequence[EvalRecord], new: Sequence[EvalRecord],
+                     accuracy: AccuracyConfig | None) -> tuple[str, int]:
     """For `compare`: (markdown section, accuracy regressions) between the evals of the runs
     each side compares."""
-    from .history import evals_from
-
-    keep_a, keep_b = set(base_runs), set(new_runs)
-    base = [e for e in evals_from(base_paths) if e.run_id in keep_a]
-    new = [e for e in evals_from(new_paths) if e.run_id in keep_b]
     rows = compare_accuracy(base, new, accuracy)
     return accuracy_markdown(rows), len(accuracy_regressions(rows))

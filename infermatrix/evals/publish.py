@@ -7,7 +7,7 @@ section saying which recipes were held back and why, with every evaluation's sco
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -84,11 +84,27 @@ def apply_gate(records: Sequence[R], evals: Sequence[EvalRecord],
     return marked, "\n".join(lines) + "\n"
 
 
-def collect_note(paths: Sequence[Path], records: Sequence[R]) -> tuple[list[R], str]:
-    """For `collect`: (records marked by the gate, for its exports; a one-line note, or "")."""
+def run_gate(paths: Sequence[Path], root: Path | None = None
+             ) -> Callable[[Sequence[R]], tuple[list[R], str]] | None:
+    """For a run's own report (`infermatrix sweep`): the gate over the evals under ``paths``,
+    or None when the run holds none (a sweep without an eval policy reports as measured)."""
     from .history import collect_evals
 
     evals = collect_evals(paths).records
+    if not evals:
+        return None
+    accuracy = current_accuracy(root)
+    return lambda records: apply_gate(records, evals, accuracy)
+
+
+def collect_note(paths: Sequence[Path], records: Sequence[R],
+                 evals: Sequence[EvalRecord] | None = None) -> tuple[list[R], str]:
+    """For `collect`: (records marked by the gate, for its exports; a one-line note, or "").
+    ``evals``: the eval records under ``paths`` when the caller has read them already."""
+    from .history import collect_evals
+
+    if evals is None:
+        evals = collect_evals(paths).records
     marked, _ = apply_gate(records, evals, current_accuracy())
     held = [r for r in marked if getattr(r, "status", None) == GATED_STATUS]
     if not evals and not held:

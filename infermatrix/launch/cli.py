@@ -25,7 +25,9 @@ from .job import (
     measure_levels,
     run_job,
 )
+from .pidfile import reap
 from .provenance import new_run_id
+from .state import run_id_of, should_run, unfinished_jobs
 
 ENGINE_MODES = ("auto", "real", "sim")  # what serves a job: see engine_mode()
 
@@ -68,6 +70,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
     run.add_argument("--run-id", help="default: UTC time + random suffix")
+    run.add_argument("--resume", metavar="RUN_ID",
+                     help="finish that run: re-run only the jobs not done, keeping every level "
+                          "already measured (docs/launch.md, Crash safety)")
     run.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
 
 
@@ -116,6 +121,17 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
     return make_job(cat, sweep, args.recipe, args.workload, runner, [] if agentic else conc, entry)
 
 
+def _named_job(cat: Catalog, args: argparse.Namespace) -> Job:
+    """The job given by --job-env (job.yml), a job file, or by recipe and workload."""
+    if args.job_env:
+        if args.job_env not in os.environ:
+            raise UsageError(f"--job-env: ${args.job_env} is not set")
+        return _job_from_file(f"${args.job_env}", args.job_id, os.environ[args.job_env])
+    if args.job_file:
+        return _job_from_file(args.job_file, args.job_id)
+    return _job_from_flags(cat, args)
+
+
 def engine_mode(requested: str) -> str:
     if requested != "auto":
         return requested
@@ -162,11 +178,15 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
         raise UsageError(f"job {job.id}: unknown workload {job.workload!r}")
     measure = measure_levels
     if job.capacity is not None:
-        from .capacity import measure_capacity, run_virtual_capacity_job
-
+        # capacity/ sits above launch/: the CLI layer passes its job module in
+        # (capacity/job.py: measure_capacity, run_virtual_capacity_job)
+        kind = getattr(args, "capacity_jobs", None)
+        if kind is None:
+            raise UsageError(f"job {job.id}: a capacity job runs through `infermatrix run` "
+                             "or `infermatrix sweep`")
         if getattr(args, "virtual", False):
-            return run_virtual_capacity_job(cat, job, run_dir, run_id)
-        measure = measure_capacity
+            return kind.run_virtual_capacity_job(cat, job, run_dir, run_id)
+        measure = kind.measure_capacity
     elif getattr(args, "virtual", False):
         from .virtual import run_virtual_job
 
@@ -184,6 +204,8 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
+    for sig in STOP_SIGNALS:  # once: a second signal must not cut the teardown short
+        signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -196,22 +218,28 @@ def install_signal_handlers() -> None:
 
 def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
-    if args.job_env:
-        if args.job_env not in os.environ:
-            raise UsageError(f"--job-env: ${args.job_env} is not set")
-        job = _job_from_file(f"${args.job_env}", args.job_id, os.environ[args.job_env])
-    elif args.job_file:
-        job = _job_from_file(args.job_file, args.job_id)
-    else:
-        job = _job_from_flags(cat, args)
-    run_id = args.run_id or new_run_id()
+    run_id = run_id_of(args.run_id, args.resume) or new_run_id()
     run_dir = args.output_dir / run_id
-    print(f"job {job.id} -> {run_dir}", file=sys.stderr)
+    if args.resume and not (args.job_file or args.job_env or args.recipe):
+        jobs = unfinished_jobs(run_dir)  # every job of that run not done yet
+        if not jobs:
+            print(f"nothing to resume: every job in {run_dir} is done")
+    else:
+        jobs = [_named_job(cat, args)]
+    reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
     install_signal_handlers()
-    try:
-        outcome = execute(cat, job, run_dir, run_id, args)
-    except (Interrupted, KeyboardInterrupt) as exc:
-        print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}", file=sys.stderr)
-        return 130
-    print(f"{outcome.status}: {outcome.job_dir}" + (f" ({outcome.error})" if outcome.error else ""))
-    return 0 if outcome.status == "ok" else 1
+    code = 0
+    for job in jobs:
+        if not should_run(run_dir / "jobs" / job.id, run_id, bool(args.resume)):
+            print(f"done already: {run_dir / 'jobs' / job.id}")
+            continue
+        print(f"job {job.id} -> {run_dir}", file=sys.stderr)
+        try:
+            outcome = execute(cat, job, run_dir, run_id, args)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}; finish it with "
+                  f"--resume {run_id}", file=sys.stderr)
+            return 130
+        print(f"{outcome.status}: {outcome.job_dir}" + (f" ({outcome.error})" if outcome.error else ""))
+        code = code or (0 if outcome.status == "ok" else 1)
+    return code

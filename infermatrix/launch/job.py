@@ -1,7 +1,7 @@
 """Run one job: start its server once, prove it serves, measure, tear down.
 
 The measurement is pluggable: ``measure_levels`` (a fixed workload's concurrency levels, then
-the job's evals) or ``launch.capacity.measure_capacity`` (an agentic capacity search).
+the job's evals) or ``capacity.job.measure_capacity`` (given by the CLI layer) (an agentic capacity search).
 
 Every level's raw result and the job manifest are written as soon as they exist, so a crash
 loses nothing already measured.
@@ -27,6 +27,7 @@ from .drain import drain, flush_prefix_cache
 from .monitor import GpuMonitor
 from .provenance import git_sha, host_facts, utc_now
 from .readiness import NotReady, wait_ready
+from .state import closing, opening, to_measure
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
@@ -75,19 +76,12 @@ def identity_block(cat: Catalog, job: Job, run_id: str, launcher: str, simulated
 
 def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
                  model: str | None = None, tokenizer: str | None = None) -> Any:
-    """The client settings of one level: the workload's shape at concurrency ``conc``."""
-    from ..client import BenchConfig  # the client is an independent package; import late
+    """The client settings of one level: the workload's shape at concurrency ``conc``. The
+    served model is often no tokenizer name: its local tokenizer, else words."""
+    from .bench_commands import workload_config  # loads the client: only when measuring
 
-    wl = cat.workloads[job.workload]
-    return BenchConfig(
-        backend="openai-chat" if wl.endpoint == "chat" else "vllm",
-        base_url=base_url, model=model, tokenizer=tokenizer,
-        dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
-        random_range_ratio=wl.range_ratio, num_prompts=wl.num_prompts(conc),
-        num_warmups=wl.num_warmups(conc), max_concurrency=conc, ignore_eos=wl.ignore_eos,
-        max_error_rate=wl.max_error_rate, seed=conc, disable_tqdm=True,
-        percentile_metrics=["ttft", "tpot", "itl", "e2el"], metric_percentiles=[50, 90, 99],
-    )
+    return workload_config(cat.workloads[job.workload], conc, base_url, model,
+                           tokenizer or "words")
 
 
 def _run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
@@ -174,7 +168,7 @@ def start_manifest(job: Job, out_dir: Path, run_id: str, launcher: str) -> tuple
         "schema_version": SCHEMA_VERSION, "kind": "job-manifest", "run_id": run_id,
         "job": job.model_dump(), "status": "running", "error": None, "levels": [],
         "started_at": utc_now(), "finished_at": None, "provenance": host_facts(),
-        "launcher": launcher,
+        "launcher": launcher, **opening(job_dir),  # state, owner; a resumed job's kept levels
     }
     write_json_atomic(job_dir / "manifest.json", manifest)
     return job_dir, manifest
@@ -211,6 +205,7 @@ def finish_manifest(job: Job, job_dir: Path, manifest: dict[str, Any]) -> None:
     manifest["levels"].extend({"concurrency": c, "status": "skipped", "file": None, "error": None}
                               for c in job.concurrency if c not in done)
     manifest["finished_at"] = utc_now()
+    manifest["state"] = closing(manifest)
     write_json_atomic(job_dir / "manifest.json", manifest)
 
 
@@ -245,7 +240,7 @@ def measure_levels(sv: Serving) -> None:
     evals = JobEvals.for_job(cat, job, log)
     target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
     manifest["evals"] = []
-    for i, conc in enumerate(job.concurrency):
+    for i, conc in enumerate(to_measure(job.concurrency, manifest)):
         between = _between_levels(cat, job, deployment) if i else {}
         started = utc_now()
         t0 = time.perf_counter()
@@ -299,6 +294,7 @@ def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         manifest["status"], manifest["error"] = "failed", str(exc)
     except (KeyboardInterrupt, Interrupted) as exc:
         manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
+        manifest["state"] = "interrupted"
         interrupted = exc
     except Exception as exc:  # recorded, never lost: the manifest says what broke
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"

@@ -9,6 +9,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from . import pidfile
+
 STOP_GRACE_S = 10.0
 
 
@@ -26,6 +28,10 @@ class ManagedProcess:
         self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
                                      start_new_session=True)
+        # a note in the job folder: if this runner is killed before stop(), the next run
+        # (or --resume) stops this process group (launch/pidfile.py)
+        self.pidfile = pidfile.path_for(log_path)
+        pidfile.record(self.pidfile, self.proc.pid, self.argv)
 
     @property
     def pid(self) -> int:
@@ -51,8 +57,9 @@ class ManagedProcess:
         self._signal(signal.SIGKILL)  # stragglers in the group, even if the leader exited
         try:
             self.proc.wait(timeout=5)
+            pidfile.forget(self.pidfile)
         except subprocess.TimeoutExpired:
-            pass
+            pass  # the note stays: the next run stops what is left
         self._log.close()
 
     def _signal(self, sig: int) -> None:

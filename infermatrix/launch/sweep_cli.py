@@ -13,11 +13,13 @@ import time
 
 from ..catalog.loader import load_catalog
 from ..errors import UsageError
-from ..jsonio import write_json_atomic
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
-from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute
+from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
+from .job import Interrupted
+from .pidfile import reap
 from .provenance import new_run_id, utc_now
+from .state import RunLedger, run_id_of, should_run
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
 # `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
@@ -63,7 +65,16 @@ def split_engine_flags(args: argparse.Namespace) -> None:
         args.engine_mode = "sim"
 
 
+def resume_engine(args: argparse.Namespace, engine: object) -> None:
+    """A resumed sweep runs on what the run started on (run.json's engine), not the default."""
+    if engine == "virtual":
+        args.virtual, args.engine_mode = True, "sim"
+    elif engine in ENGINE_MODES:
+        args.engine_mode = engine
+
+
 def main(args: argparse.Namespace) -> int:
+    from ..evals.publish import run_gate
     from ..report import build_run_report
 
     t0 = time.perf_counter()
@@ -71,32 +82,53 @@ def main(args: argparse.Namespace) -> int:
     _stage("validate")
     cat = load_catalog(args.root)  # loading cross-validates, exactly as `infermatrix validate`
     _stage("plan")
-    sweep = resolve_sweep(cat, args.sweep)
-    jobs = plan_sweep(cat, sweep, filters_from(args))
-    run_id = args.run_id or new_run_id()
+    run_id = run_id_of(args.run_id, args.resume) or new_run_id()
     run_dir = args.output_dir / run_id
+    if args.resume:  # the jobs planned then, with their states (run.json), not a new plan
+        ledger, jobs = RunLedger.reopen(run_dir)
+        sweep = ledger.doc.get("sweep")
+        resume_engine(args, ledger.doc.get("engine"))
+    else:
+        sweep = resolve_sweep(cat, args.sweep)
+        jobs = plan_sweep(cat, sweep, filters_from(args))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ledger = RunLedger.create(run_dir, {
+            "schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
+            "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),
+            "started_at": utc_now()}, jobs)
     searches = sum(j.capacity is not None for j in jobs)
     print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels"
           + (f", {searches} capacity searches" if searches else "") + f" -> {run_dir}",
           file=sys.stderr)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    run_manifest = {"schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
-                    "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),
-                    "started_at": utc_now(), "jobs": []}
-    _stage("run")
-    for i, job in enumerate(jobs, 1):
-        print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
-        outcome = execute(cat, job, run_dir, run_id, args)
-        run_manifest["jobs"].append({"id": job.id, "status": outcome.status, "error": outcome.error})
-        if outcome.error:
-            print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
-        write_json_atomic(run_dir / "run.json", run_manifest)
-    run_manifest["finished_at"] = utc_now()
-    write_json_atomic(run_dir / "run.json", run_manifest)
-    _stage("collect")  # build_run_report normalises the raw results into records (collect)
-    _stage("report")  # ... and draws the plots and the dashboard from them (report)
-    outputs = build_run_report(run_dir)
-    failed = [j for j in run_manifest["jobs"] if j["status"] != "ok"]
+    install_signal_handlers()
+    current: str | None = None
+    try:
+        reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
+        _stage("run")
+        for i, job in enumerate(jobs, 1):
+            job_dir = run_dir / "jobs" / job.id
+            if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):
+                print(f"[{i}/{len(jobs)}] {job.id}: done already", file=sys.stderr)
+                continue
+            print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
+            current = job.id
+            ledger.started(job.id)
+            outcome = execute(cat, job, run_dir, run_id, args)
+            ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
+            current = None
+            if outcome.error:
+                print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
+        ledger.close()
+        _stage("collect")  # build_run_report normalises the raw results into records (collect)
+        _stage("report")  # ... and draws the plots and the dashboard from them (report)
+        outputs = build_run_report(run_dir, gate=run_gate([run_dir], args.root))  # evals, if any
+    except (Interrupted, KeyboardInterrupt) as exc:  # SIGTERM/SIGHUP/SIGINT: torn down already
+        ledger.interrupted(current, str(exc) or "SIGINT")
+        print(f"interrupted ({exc or 'SIGINT'}): servers stopped, job states in {ledger.path}; "
+              f"finish it with: infermatrix sweep --resume {run_id} --output-dir {args.output_dir}",
+              file=sys.stderr)
+        return 130
+    failed = [j for j in ledger.doc["jobs"] if j["status"] != "ok"]
     print(f"done in {time.perf_counter() - t0:.0f} s: {len(jobs) - len(failed)}/{len(jobs)} jobs ok")
     print(f"results: {run_dir}")
     for name, path in outputs.items():

@@ -18,6 +18,7 @@ from typing import Any
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
 from .job import (
+    Interrupted,
     JobOutcome,
     bench_config,
     error_rate_problem,
@@ -29,6 +30,7 @@ from .job import (
     start_manifest,
 )
 from .provenance import git_sha, utc_now
+from .state import to_measure
 
 LAUNCHER = "virtual"
 
@@ -47,10 +49,12 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     # the lengths the client's random dataset draws for this level, in its order
     lengths, _, _ = rngs(cfg.seed)
     requests = []
+    in_range, out_range = (cfg.length_range(n) for n in (cfg.random_input_len,
+                                                          cfg.random_output_len))
     for _ in range(cfg.num_prompts):
-        isl = draw_len(lengths, cfg.random_input_len, cfg.random_range_ratio)
-        requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len,
-                                                 cfg.random_range_ratio)))
+        isl = draw_len(lengths, cfg.random_input_len, cfg.ratio, in_range)
+        requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len, cfg.ratio,
+                                                 out_range)))
     sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
     run = simulate(sim, requests, concurrency=conc)
     records = []
@@ -72,7 +76,7 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
         records.append(rec)
     t0 = min((r.sent_at for r in run.results), default=0.0)
     t_end = max((r.end for r in records), default=t0)
-    tok = load_tokenizer(None)
+    tok = load_tokenizer("words")
     metrics = compute(records, t0, t_end, tok, cfg.metric_percentiles, cfg.percentile_metrics,
                       cfg.goodput)
     result = build_result(cfg, sim.served_model_name, tok.name, metrics,
@@ -90,6 +94,10 @@ def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
     try:
         measure(job_dir, manifest)
         manifest["status"] = overall_status(manifest["levels"])
+    except (KeyboardInterrupt, Interrupted) as exc:  # a signal stops the sweep, not just this job
+        manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
+        manifest["state"] = "interrupted"
+        raise
     except Exception as exc:  # recorded, never lost: the manifest says what broke
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
     finally:
@@ -104,7 +112,7 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
     block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
 
     def levels(job_dir: Path, manifest: dict[str, Any]) -> None:
-        for conc in job.concurrency:
+        for conc in to_measure(job.concurrency, manifest):
             started = utc_now()
             t0 = time.perf_counter()
             result = measure_level(cat, job, conc)

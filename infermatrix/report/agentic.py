@@ -3,7 +3,7 @@
 One self-contained file (style and the theme switch inline, no network; the tables need no
 script), written by ``infermatrix capacity --report PAGE.html`` and as ``agentic.html`` by the
 report. Per (model, workload) a table of configurations × tiers: the agents that pass, per GPU
-(every pool's GPUs), per kW of measured power, per $/hour, the first failing level and whether
+(every pool's GPUs), per MW of measured power, per $/hour, the first failing level and whether
 the search was bounded; the best value of each column per tier is highlighted. The dashboard's
 "Agentic capacity" tab draws the same table from the same rows (``capacity_rows``) in its script.
 """
@@ -26,13 +26,13 @@ from .dashboard_assets import CSS, THEME_JS
 METRICS = (
     ("agents", "agents", "passing concurrency: the most concurrent agents that meet the tier"),
     ("agents_per_gpu", "/GPU", "agents per GPU, every pool's GPUs (prefill + decode)"),
-    ("agents_per_kw", "/kW", "agents per kW of measured mean GPU power (× 1000 = per MW)"),
+    ("agents_per_mw", "/MW", "agents per MW of measured mean GPU power (the cell's tooltip: the kW)"),
     ("agents_per_usd_hour", "/$·h", "agents per US$ per hour of the deployment's GPUs"),
 )
 NOTE = (
     "A level passes a tier when the 25th percentile of output speed is at least the tier's and "
     "the 95th percentile of time to first token at most its limit (docs/agentic.md). "
-    "“≥ N”: the largest level searched still passed, so the search is not bounded. Per kW "
+    "“≥ N”: the largest level searched still passed, so the search is not bounded. Per MW "
     "only where GPU power was measured. The best value of each column per tier is highlighted; "
     "the latest search of each configuration is shown."
 )
@@ -137,13 +137,13 @@ def _tier_cells(row: dict[str, Any], name: str, bests: dict[str, float | None]) 
         title = ""
         if metric == "agents":
             text = fmt(v) if cell.get("bounded", True) else f"≥ {fmt(v)}"
-        elif metric == "agents_per_kw" and v is not None:
+        elif metric == "agents_per_mw" and v is not None:
             text = fmt(v)
             title = (
-                f"{fmt(cell.get('agents_per_mw'))} agents per MW · "
+                f"{fmt(cell.get('agents_per_kw'))} agents per kW · "
                 f"{fmt((cell.get('avg_power_w') or 0) / 1000)} kW measured"
             )
-        elif metric == "agents_per_kw":
+        elif metric == "agents_per_mw":
             text, title = "–", "GPU power not measured"
         else:
             text = fmt(v)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..results.agentic import AgenticRecord
@@ -18,6 +18,7 @@ from .dashboard import write_dashboard
 from .summary import job_summary
 
 Key = tuple[str, str, int]
+Gate = Callable[[Sequence[Record]], tuple[list[Record], str]]  # records -> (marked, markdown)
 HEADLINE_VIEW = "throughput-vs-interactivity"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
@@ -82,11 +83,13 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
                  collect_summary: CollectSummary | None = None, title: str = "infermatrix results",
                  catalog: str = "catalog.html", launch: Mapping[str, list[dict[str, str]]] | None = None,
                  plots: bool = True,
-                 agentic: Sequence[AgenticRecord] | None = None) -> dict[str, Path]:
+                 agentic: Sequence[AgenticRecord] | None = None,
+                 accuracy_md: str = "") -> dict[str, Path]:
     """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
 
     ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
     capacity" tab and ``agentic.html`` (the same table as a static page) is written.
+    ``accuracy_md``: the accuracy gate's section (evals' ``apply_gate``), ending the summary.
     """
     from .plots import write_plots  # matplotlib is slow to import: only when drawing
 
@@ -120,14 +123,21 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
                                            catalog=catalog, launch=launch, agentic=agentic,
                                            agentic_page=page)
     summary = job_summary(records, collect_summary, agentic=agentic or ())
+    if accuracy_md:
+        summary += "\n" + accuracy_md
     outputs["summary"] = write_text_atomic(out_dir / "summary.md", summary)
     return outputs
 
 
-def build_run_report(run_dir: Path, *, plots: bool = True) -> dict[str, Path]:
+def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = None
+                     ) -> dict[str, Path]:
     """Collect one run directory and write its report into it (used by ``infermatrix sweep``);
-    capacity documents in it add the agentic tab and ``agentic.html``."""
+    capacity documents in it add the agentic tab and ``agentic.html``; ``gate`` (the accuracy
+    gate over the run's evals, from the caller, as ``report`` does not import ``evals``) marks
+    the records it holds back and adds its section to the summary."""
     run_dir = Path(run_dir)
     result = collect([run_dir])
-    return build_report(result.records, run_dir, collect_summary=result.summary,
-                        title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic)
+    records, accuracy_md = gate(result.records) if gate is not None else (result.records, "")
+    return build_report(records, run_dir, collect_summary=result.summary,
+                        title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic,
+                        accuracy_md=accuracy_md)

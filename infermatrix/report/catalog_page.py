@@ -8,6 +8,7 @@ data into docs/catalog.md. Both are deterministic (no timestamps) so ``--check``
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ..catalog.loader import Catalog
@@ -68,7 +69,13 @@ def process_data(proc: Process) -> dict[str, Any]:
     }
 
 
-def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment) -> dict[str, Any]:
+# recipe id, its deployment -> the benchmark commands of its sweeps (launch/bench_commands.py,
+# handed in by the commands layer: report knows no client)
+Benchmarks = Callable[[str, Deployment], list[dict[str, Any]]]
+
+
+def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment,
+               benchmarks: Benchmarks | None = None) -> dict[str, Any]:
     hw = cat.hardware[recipe.hardware]
     return {
         "id": rid, "model": recipe.model, "checkpoint": recipe.checkpoint or cat.models[recipe.model].hf_id,
@@ -85,14 +92,15 @@ def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment) -> dict[
                        "path": dep.front_door.path},
         "canary": {"path": dep.canary.path, "body": dep.canary.body},
         "processes": [process_data(p) for p in dep.processes],
+        "benchmarks": benchmarks(rid, dep) if benchmarks else [],
     }
 
 
-def catalog_data(cat: Catalog) -> dict[str, Any]:
+def catalog_data(cat: Catalog, benchmarks: Benchmarks | None = None) -> dict[str, Any]:
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rid in sorted(cat.recipes):
         recipe = cat.recipes[rid]
-        by_model[recipe.model].append(entry_data(cat, rid, recipe, render(cat, rid)))
+        by_model[recipe.model].append(entry_data(cat, rid, recipe, render(cat, rid), benchmarks))
     models = [{"model": m, "display_name": cat.models[m].display_name, "configurations": entries}
               for m, entries in sorted(by_model.items())]
     return {"schema_version": SCHEMA_VERSION, "generated_by": "infermatrix catalog",
@@ -187,6 +195,23 @@ def _entry_section(e: dict[str, Any]) -> list[str]:
     shown: set[tuple[str, str]] = set()
     for p in e["processes"]:
         out += _process_section(p, shown)
+    for b in e.get("benchmarks", []):
+        out += _benchmark_section(b)
+    return out
+
+
+SEED_CLIENTS = {"sglang.bench_serving": "SGLang's bench_serving, as the source ran it",
+                "benchmark_serving.py": "InferenceMAX's benchmark_serving.py, as its README runs it"}
+
+
+def _benchmark_section(b: dict[str, Any]) -> list[str]:
+    sweeps = ", ".join(f"`{s}`" for s in b["sweeps"])
+    levels = ", ".join(map(str, b["concurrency"]))
+    out = [f"**Benchmark** — workload `{b['workload']}` at concurrency {levels} "
+           f"(sweep {sweeps}):", "", "```bash", *map(wrap, b["ours"]), "```", ""]
+    if b["seed"]:
+        out += [f"With {SEED_CLIENTS[b['seed_client']]}:", "", "```bash", *map(wrap, b["seed"]),
+                "```", ""]
     return out
 
 
@@ -200,7 +225,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         "and every config file it reads, rendered by `infermatrix.engines` from the recipe. "
         "`${NAME}` is a placeholder to bind before launch: `MODEL`, `PORT` and `CONC` at run time, "
         "`NODE_i` = the i-th node of the allocation (SLURM_JOB_NODELIST order); the rest are "
-        "recipe parameters. Config files are written to the working directory.",
+        "recipe parameters. Config files are written to the working directory. Under each "
+        "configuration, **Benchmark** gives the client command of every workload its sweeps run "
+        "(`infermatrix bench` exactly as `infermatrix run` measures each level, a loop over "
+        "`CONC`), and the source's own client command where it publishes one.",
         "",
         f"Showing {_plural(data['count'], 'configuration')}",
         "",
@@ -230,7 +258,7 @@ def _anchor(title: str) -> str:
     return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c in "-_")
 
 
-def build(cat: Catalog) -> tuple[dict[str, Any], str]:
+def build(cat: Catalog, benchmarks: Benchmarks | None = None) -> tuple[dict[str, Any], str]:
     """(JSON data, markdown page)."""
-    data = catalog_data(cat)
+    data = catalog_data(cat, benchmarks)
     return data, render_markdown(data)

@@ -60,6 +60,9 @@ table.agentic th.tier { text-align:center; cursor:default; }
 table.agentic th.tier .muted { font-weight:400; font-size:.75rem; }
 table.agentic .tier-start { border-left:2px solid var(--grid); }
 table.agentic td.best { background:var(--best); font-weight:600; }
+.ag-best-wrap { display:inline-block; max-width:100%; margin-bottom:.6rem; }
+table.ag-best { width:auto; }
+table.ag-best th { position:static; cursor:default; }
 #agentic table.agentic tbody tr { cursor:pointer; }
 #agentic table.agentic tbody tr:hover td, #agentic table.agentic tbody tr.selected td { background:var(--panel); }
 #agentic table.agentic tbody tr.selected td.best, #agentic table.agentic tbody tr:hover td.best { background:var(--best); }
@@ -384,7 +387,7 @@ function renderCompare() {
 const AG = DATA.agentic || null, AGROWS = AG ? AG.rows : [], AGRUNS = AG ? AG.runs : [];
 const AG_METRICS = [["agents", "agents", "passing concurrency: the most concurrent agents that meet the tier"],
   ["agents_per_gpu", "/GPU", "agents per GPU, every pool's GPUs (prefill + decode)"],
-  ["agents_per_kw", "/kW", "agents per kW of measured mean GPU power (× 1000 = per MW)"],
+  ["agents_per_mw", "/MW", "agents per MW of measured mean GPU power (the cell's tooltip: the kW)"],
   ["agents_per_usd_hour", "/$·h", "agents per US$ per hour of the deployment's GPUs"]];
 const ag = { run: "__all__", f: {}, sort: null, selected: null };
 FILTERS.forEach((k) => { ag.f[k] = "__all__"; });
@@ -428,7 +431,7 @@ function agCells(r, t, bests) {
   let out = "";
   AG_METRICS.forEach(([m], i) => { const v = c[m]; let text = fmt(v), title = "";
     if (m === "agents" && c.bounded === false) text = "≥ " + fmt(v);
-    if (m === "agents_per_kw") title = v === null || v === undefined ? "GPU power not measured" : fmt(c.agents_per_mw) + " agents per MW · " + fmt((c.avg_power_w || 0) / 1000) + " kW measured";
+    if (m === "agents_per_mw") title = v === null || v === undefined ? "GPU power not measured" : fmt(c.agents_per_kw) + " agents per kW · " + fmt((c.avg_power_w || 0) / 1000) + " kW measured";
     const cls = "num" + (i === 0 ? " tier-start" : "") + (v !== null && v !== undefined && bests[m] !== null && v === bests[m] ? " best" : "");
     out += '<td class="' + cls + '" data-tier="' + esc(t) + '" data-metric="' + m + '"' + (title ? ' title="' + esc(title) + '"' : "") + ">" + esc(text) + "</td>"; });
   if (c.bounded === false) out += '<td class="muted" data-tier="' + esc(t) + '" data-metric="first_failing" title="the largest level searched still passed">not bounded</td>';
@@ -445,10 +448,23 @@ function agTable(list, tiers) {
     + tiers.map((t) => AG_METRICS.map(([m, label, tip], i) => '<th class="num' + (i === 0 ? " tier-start" : "") + '" data-sort-tier="' + esc(t) + '" data-sort-metric="' + m + '" title="' + esc(tip) + '">' + esc(label) + mark(t, m) + "</th>").join("")
       + '<th class="num" data-sort-tier="' + esc(t) + '" data-sort-metric="first_failing" title="the lowest level that failed the tier">first fail' + mark(t, "first_failing") + "</th>").join("") + "</tr></thead><tbody>";
   for (const r of list) {
-    const short = r.model && r.recipe.startsWith(r.model + "/") ? r.recipe.slice(r.model.length + 1) : r.recipe;  // the group names the model
+    const short = agShort(r);
     const title = r.recipe + " · run " + r.run_id + (r.source ? " · sessions: " + r.source : "");
     h += '<tr data-row="' + AGROWS.indexOf(r) + '" data-recipe="' + esc(r.recipe) + '" data-run="' + esc(r.run_id) + '"' + (ag.selected === r ? ' class="selected"' : "") + '><td title="' + esc(title) + '"><a href="' + esc(catalogHref(r)) + '">' + esc(short) + "</a>" + agBadges(r) + "</td><td>" + esc(r.hardware) + "</td><td>" + esc(r.engine) + "</td><td>" + esc(r.precision)
       + '</td><td class="num">' + fmt(r.gpus) + '</td><td class="num">' + fmt(r.usd_per_hour) + "</td>" + tiers.map((t) => agCells(r, t, bests[t])).join("") + "</tr>";
+  }
+  return h + "</tbody></table>";
+}
+function agShort(r) { return r.model && r.recipe.startsWith(r.model + "/") ? r.recipe.slice(r.model.length + 1) : r.recipe; }  // the group names the model
+const AG_PER = AG_METRICS.slice(1);  // agents per GPU, per MW, per $·h
+function agHeadline(list, tiers) {  // per SLO tier: the most agents per GPU, per MW and per $·h, and where
+  let h = '<table class="data ag-best"><thead><tr><th>best per SLO tier</th>' + AG_PER.map(([m, label, tip]) => '<th class="num" title="' + esc(tip) + '">agents ' + esc(label) + "</th>").join("") + "</tr></thead><tbody>";
+  for (const t of tiers) {
+    h += '<tr data-tier="' + esc(t) + '"><td>' + esc(t) + "</td>" + AG_PER.map(([m]) => {
+      let top = null;
+      for (const r of list) { const v = (r.tiers[t] || {})[m]; if (v !== null && v !== undefined && (top === null || v > top.v)) top = { v: v, r: r }; }
+      return top === null ? '<td class="muted" data-metric="' + m + '">–</td>'
+        : '<td class="num" data-metric="' + m + '" data-recipe="' + esc(top.r.recipe) + '">' + esc(fmt(top.v)) + ' <span class="muted">' + esc(agShort(top.r)) + "</span></td>"; }).join("") + "</tr>";
   }
   return h + "</tbody></table>";
 }
@@ -479,7 +495,7 @@ function renderAgentic() {
     const tiers = AG.tiers.map((t) => t.name).filter((t) => members.some((r) => r.tiers[t]));
     members.sort((a, b) => agCompare(a, b, tiers));
     h += '<section class="group" data-model="' + esc(model) + '" data-workload="' + esc(workload) + '"><h2>' + esc(model) + " · " + esc(workload)
-      + ' <span class="muted">(' + members.length + " configuration" + (members.length === 1 ? "" : "s") + ')</span></h2><div class="scroll">' + agTable(members, tiers) + "</div></section>";
+      + ' <span class="muted">(' + members.length + " configuration" + (members.length === 1 ? "" : "s") + ')</span></h2><div class="scroll ag-best-wrap">' + agHeadline(members, tiers) + "</div><div class=\"scroll\">" + agTable(members, tiers) + "</div></section>";
   }
   const box = $("agentic");
   box.innerHTML = h || '<p class="muted">No capacity search matches the filters.</p>';

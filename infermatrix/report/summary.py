@@ -11,6 +11,7 @@ from ..results.records import Record, run_order
 from .agentic import fmt, groups
 
 DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
+_PER = {"agents_per_gpu": "/GPU", "agents_per_mw": "/MW", "agents_per_usd_hour": "/$·h"}
 
 
 def _f(v: float | None, digits: int = 1) -> str:
@@ -23,17 +24,18 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
     rows = [r for r in capacity_rows(records) if r["latest"]]
     for model, workload, tiers, members in groups(rows, tier_order(records)):
         lines += [f"**{model or 'unknown model'} · {workload}**", "",
-                  "| recipe | GPUs | " + " | ".join(f"{t} agents | {t} /GPU" for t in tiers) + " |",
-                  "|---|---|" + "---|---|" * len(tiers)]
+                  "| recipe | GPUs | " + " | ".join(
+                      f"{t} {label}" for t in tiers for label in ("agents", *_PER.values())) + " |",
+                  "|---|---|" + "---|" * (len(tiers) * (1 + len(_PER)))]
         for r in members:
             cells = []
             for t in tiers:
                 c = r["tiers"].get(t)
                 if c is None:
-                    cells += ["–", "–"]
+                    cells += ["–"] * (1 + len(_PER))
                     continue
                 agents = ("" if c["bounded"] else "≥ ") + fmt(c["agents"])
-                cells += [agents, fmt(c["agents_per_gpu"])]
+                cells += [agents, *(fmt(c[k]) for k in _PER)]
             lines.append(f"| {r['recipe']} | {fmt(r['gpus'])} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines[:-1]

@@ -1,7 +1,7 @@
-"""Agentic capacity results: capacity documents → records → the store's ``agentic`` table.
+"""Agentic capacity results: capacity documents → records (kept in the store's ``agentic``
+table, results/store.py).
 
-One ``AgenticRecord`` per run × configuration × workload × SLO tier (docs/agentic.md). The table
-is created on first use, so a store written before agentic records existed keeps working.
+One ``AgenticRecord`` per run × configuration × workload × SLO tier (docs/agentic.md).
 """
 
 from __future__ import annotations
@@ -17,13 +17,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 SCHEMA = "infermatrix-agentic-capacity"
-_TABLE = """
-CREATE TABLE IF NOT EXISTS agentic (
-    run_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL, tier TEXT NOT NULL,
-    passing_concurrency INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (run_id, recipe, workload, tier)
-)
-"""
+AgenticKey = tuple[str, str, str, str]  # run, recipe, workload, tier
 
 
 class AgenticLevel(BaseModel):
@@ -72,7 +66,7 @@ class AgenticRecord(BaseModel):
     levels: list[AgenticLevel] = Field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> AgenticKey:
         return (self.run_id, self.recipe, self.workload, self.tier)
 
 
@@ -127,33 +121,14 @@ def load_documents(paths: Iterable[Path]) -> list[AgenticRecord]:
 
 
 def save(store: Store, records: Sequence[AgenticRecord]) -> int:
-    """Upsert ``records`` into the store's agentic table; returns how many were given."""
-    con = store.con
-    con.execute(_TABLE)
-    rows = [(*r.key, r.passing_concurrency, r.model_dump_json()) for r in records]
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        con.executemany("INSERT OR REPLACE INTO agentic VALUES (?, ?, ?, ?, ?, ?)", rows)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    return len(rows)
+    """Upsert ``records`` into the store (``Store.save_agentic``); returns how many were given."""
+    store.save_agentic(records)
+    return len(records)
 
 
 def load(store: Store, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
-    """The store's agentic records (of ``runs`` when given); reading never creates the table."""
-    con = store.con
-    if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentic'"
-                   ).fetchone() is None:
-        return []
-    where, args = "", []
-    if runs is not None:
-        args = list(dict.fromkeys(runs))
-        where = f" WHERE run_id IN ({', '.join('?' * len(args))})"
-    rows = con.execute(f"SELECT body FROM agentic{where} ORDER BY run_id, recipe, workload, tier",
-                       args)
-    return [AgenticRecord.model_validate_json(body) for (body,) in rows]
+    """The store's agentic records (of ``runs`` when given): ``Store.agentic``."""
+    return store.agentic(runs)
 
 
 CONFIG = ("recipe", "hardware", "engine", "precision", "workload")

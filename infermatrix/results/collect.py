@@ -1,8 +1,8 @@
 """Collect: walk result files, put each in exactly one bucket, keep the valid level results.
 
 Bad files never raise: they are counted (corrupt, truncated, duplicate, foreign, invalid) with a
-one-line reason each. Optionally the records, their raw JSON and any agentic capacity documents
-are saved into a history store.
+one-line reason each. Optionally the records, their raw JSON and the capacity results of any
+agentic capacity documents are saved into a history store (eval records: evals/history.py).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class CollectSummary:
     invalid: int = 0
     other: int = 0
     missing: int = 0
+    interrupted_jobs: int = 0  # a job manifest left running or interrupted (crash, signal)
+    missing_jobs: int = 0  # a job run.json planned that has no manifest at all
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     stored: SaveCounts | None = None
 
@@ -58,6 +60,8 @@ class CollectSummary:
                 f"files: {self.manifests} manifests, {self.corrupt} corrupt, {self.truncated} "
                 f"truncated, {self.duplicate} duplicate, {self.foreign} foreign, {self.invalid} "
                 f"invalid, {self.other} other; {self.missing} missing")
+        if self.interrupted_jobs or self.missing_jobs:
+            text += f"; {self.interrupted_jobs} interrupted jobs, {self.missing_jobs} missing jobs"
         if self.stored is not None:
             s = self.stored
             text += f"; store: {s.added} added, {s.updated} updated, {s.unchanged} unchanged"
@@ -70,6 +74,7 @@ class CollectResult:
     summary: CollectSummary = field(default_factory=CollectSummary)
     raw: dict[Key, bytes] = field(default_factory=dict)
     agentic: list[agentic.AgenticRecord] = field(default_factory=list)
+    agentic_stored: SaveCounts | None = None  # what the store did with the capacity results
 
 
 def walk(paths: Iterable[Path]) -> list[Path]:
@@ -132,6 +137,7 @@ class _Collector:
         self.s = self.result.summary
         self.listed: list[tuple[Path, Path]] = []  # (level file a manifest lists, the manifest)
         self.first: dict[Key, str] = {}  # key -> the file kept for it
+        self.planned: list[tuple[Path, str]] = []  # (run.json, job id it plans)
 
     def skip(self, bucket: str, path: Path, reason: str) -> None:
         setattr(self.s, bucket, getattr(self.s, bucket) + 1)
@@ -162,12 +168,26 @@ class _Collector:
                 self.s.problems.append((str(path), f"agentic: {exc}"))
         elif kind == "manifest":
             self.s.manifests += 1
+            self.job_states(path, doc)
             if doc.get("kind") == "job-manifest":
                 levels = doc.get("levels") if isinstance(doc.get("levels"), list) else []
                 self.listed += [(path.parent / lv["file"], path) for lv in levels
                                 if isinstance(lv, dict) and isinstance(lv.get("file"), str)]
         else:
             self.level(path, data, doc)
+
+    def job_states(self, path: Path, doc: dict[str, Any]) -> None:
+        """A job cut short (its manifest still says running, or interrupted) is reported; so is
+        a job a sweep's run.json planned that never started (see docs/results.md)."""
+        if doc.get("kind") == "job-manifest" and (doc.get("state") in ("running", "interrupted")
+                                                 or doc.get("status") == "running"):
+            self.s.interrupted_jobs += 1
+            self.s.problems.append((str(path), f"interrupted: job {doc.get('state') or 'running'} "
+                                               "when collected; finish it with --resume RUN_ID"))
+        elif doc.get("kind") == "run-manifest" and isinstance(doc.get("jobs"), list):
+            self.planned += [(path, job["id"]) for job in doc["jobs"] if isinstance(job, dict)
+                             and isinstance(job.get("id"), str) and job["id"].strip(".")
+                             and "/" not in job["id"] and "\\" not in job["id"]]
 
     def level(self, path: Path, data: bytes, doc: dict[str, Any]) -> None:
         try:
@@ -192,6 +212,10 @@ class _Collector:
             if not level_file.is_file():
                 self.s.missing += 1
                 self.s.problems.append((str(level_file), f"missing: listed in {manifest}"))
+        for run_file, job_id in self.planned:
+            if not (run_file.parent / "jobs" / job_id / "manifest.json").is_file():
+                self.s.missing_jobs += 1
+                self.s.problems.append((str(run_file), f"missing: job {job_id} never started"))
         self.result.records.sort(key=lambda r: r.key)
         return self.result
 
@@ -205,6 +229,5 @@ def collect(paths: Iterable[Path], store: Path | None = None) -> CollectResult:
     if store is not None:
         with Store(store) as db:
             result.summary.stored = db.save(result.records, result.raw)
-            if result.agentic:
-                agentic.save(db, result.agentic)
+            result.agentic_stored = db.save_agentic(result.agentic)
     return result

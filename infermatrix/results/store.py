@@ -1,8 +1,16 @@
-"""The history store: one SQLite file of records (and their raw JSON), versioned and migrated.
+"""The history store: one SQLite file holding every record kind, versioned and migrated.
+
+Three tables of records, all owned here: ``records`` (throughput levels, with their raw JSON in
+``raw``), ``agentic`` (capacity results, one per run × recipe × workload × SLO tier) and
+``evals`` (accuracy evaluations, one per run × job × task × level, with the eval document).
 
 ``PRAGMA user_version`` is the schema version. ``MIGRATIONS[i]`` upgrades a file from version
 ``i`` to ``i + 1``, each in its own transaction; append a migration, never edit one. A file
 newer than this code is refused. Saving is idempotent: identical rows are left alone.
+
+Eval records are defined by ``evals`` (which must not import ``results``, nor the other way
+round): the store saves any object with their fields and returns them parsed by the model the
+caller names.
 """
 
 from __future__ import annotations
@@ -14,8 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from ..errors import UsageError
+from .agentic import AgenticRecord
 from .records import Key, Record, order_runs
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -42,11 +54,60 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, job_id, concurrency)
     );
     """,
+    # v3: agentic capacity records. IF NOT EXISTS: before v3, saving a capacity result created
+    # this very table on first use, so an older store may have it already.
+    """
+    CREATE TABLE IF NOT EXISTS agentic (
+        run_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL, tier TEXT NOT NULL,
+        passing_concurrency INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (run_id, recipe, workload, tier)
+    );
+    """,
+    # v4: eval records, the eval document (lm-eval's results included) compressed in ``raw``.
+    # IF NOT EXISTS for the same reason: evals/history.py used to create it on first use.
+    """
+    CREATE TABLE IF NOT EXISTS evals (
+        run_id TEXT NOT NULL, job_id TEXT NOT NULL, task TEXT NOT NULL,
+        concurrency INTEGER NOT NULL, recipe TEXT NOT NULL, model TEXT NOT NULL,
+        status TEXT NOT NULL, score REAL, finished_at TEXT, body TEXT NOT NULL, raw BLOB,
+        PRIMARY KEY (run_id, job_id, task, concurrency)
+    );
+    CREATE INDEX IF NOT EXISTS evals_recipe ON evals (recipe, finished_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# each record table's key columns (its primary key, and the order rows are read in)
+_KEYS: dict[str, tuple[str, ...]] = {
+    "records": ("run_id", "job_id", "concurrency"),
+    "agentic": ("run_id", "recipe", "workload", "tier"),
+    "evals": ("run_id", "job_id", "task", "concurrency"),
+}
 _COLUMNS = ("run_id", "job_id", "concurrency", "recipe", "model", "hardware", "engine", "precision",
             "workload", "runner", "fingerprint", "status", "started_at", "finished_at",
             "output_tput_per_gpu", "interactivity")
+
+
+EvalKey = tuple[str, str, str, int]  # run, job, task, concurrency
+M = TypeVar("M", bound=BaseModel)
+
+
+class EvalRow(Protocol):
+    """What the store reads of an eval record (evals.record.EvalRecord)."""
+
+    run_id: str
+    job_id: str
+    task: str
+    concurrency: int
+    recipe: str
+    model: str
+    status: str
+    score: float | None
+    finished_at: str | None
+
+    @property
+    def key(self) -> EvalKey: ...
+
+    def model_dump_json(self) -> str: ...
 
 
 def is_store(path: Path) -> bool:
@@ -63,6 +124,9 @@ class SaveCounts:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+
+    def text(self) -> str:
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged"
 
 
 class Store:
@@ -113,13 +177,25 @@ class Store:
 
     # ------------------------------------------------------------ writing
 
-    def _existing(self, table: str, runs: Iterable[str]) -> dict[Key, bytes | str]:
-        out: dict[Key, bytes | str] = {}
+    def _existing(self, table: str, runs: Iterable[str], key: Sequence[str] = _KEYS["records"]
+                  ) -> dict[tuple, bytes | str]:
+        """Key → the stored ``body`` of ``table``'s rows of ``runs``."""
+        out: dict[tuple, bytes | str] = {}
+        query = f"SELECT {', '.join(key)}, body FROM {table} WHERE run_id = ?"
         for run in runs:
-            query = f"SELECT run_id, job_id, concurrency, body FROM {table} WHERE run_id = ?"
-            for run_id, job_id, conc, body in self.con.execute(query, (run,)):
-                out[(run_id, job_id, conc)] = body
+            for *k, value in self.con.execute(query, (run,)):
+                out[tuple(k)] = value
         return out
+
+    def _write(self, statement: str, rows: Sequence[tuple]) -> None:
+        """``statement`` for every row, in one transaction."""
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            self.con.executemany(statement, rows)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     def save(self, records: Sequence[Record], raw: Mapping[Key, bytes] | None = None) -> SaveCounts:
         """Insert or update ``records`` (and their raw JSON); identical rows are not rewritten."""
@@ -155,10 +231,42 @@ class Store:
             raise
         return SaveCounts(added, updated, len(records) - added - updated)
 
+    def _upsert(self, table: str, items: Sequence[tuple[tuple, str, tuple]]) -> SaveCounts:
+        """Upsert ``(key, body, row)`` items into ``table`` (the stored body compared)."""
+        stored = self._existing(table, {k[0] for k, _, _ in items}, _KEYS[table])
+        changed = [(k, row) for k, body, row in items if stored.get(k) != body]
+        added = sum(k not in stored for k, _ in changed)
+        if changed:
+            marks = ", ".join("?" * len(changed[0][1]))
+            self._write(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", [r for _, r in changed])
+        return SaveCounts(added, len(changed) - added, len(items) - len(changed))
+
+    def save_agentic(self, records: Sequence[AgenticRecord]) -> SaveCounts:
+        """Insert or update agentic capacity records (one per run × recipe × workload × tier)."""
+        items = []
+        for r in records:
+            body = r.model_dump_json()
+            items.append((r.key, body, (*r.key, r.passing_concurrency, body)))
+        return self._upsert("agentic", items)
+
+    def save_evals(self, records: Sequence[EvalRow],
+                   raw: Mapping[EvalKey, bytes] | None = None) -> SaveCounts:
+        """Insert or update eval records and, when given, their documents as read from disk."""
+        items = []
+        for r in records:
+            body = r.model_dump_json()
+            blob = zlib.compress(raw[r.key], 6) if raw and r.key in raw else None
+            items.append((r.key, body, (*r.key, r.recipe, r.model, r.status, r.score,
+                                        r.finished_at, body, blob)))
+        return self._upsert("evals", items)
+
     # ------------------------------------------------------------ reading
 
-    def count(self) -> int:
-        return int(self.con.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    def count(self, table: str = "records") -> int:
+        """Rows of ``table``: records (throughput levels), agentic or evals."""
+        if table not in _KEYS:
+            raise ValueError(f"no record table {table!r}")
+        return int(self.con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def runs(self) -> list[str]:
         """Run ids, oldest first (earliest started_at, then id)."""
@@ -171,16 +279,34 @@ class Store:
         wanted = list(dict.fromkeys(runs))
         return f" WHERE run_id IN ({', '.join('?' * len(wanted))})", wanted
 
+    def _bodies(self, table: str, model: type[M], runs: Iterable[str] | None) -> list[M]:
+        """The ``body`` of every row of ``table`` (or of ``runs``) as ``model``, in key order."""
+        where, args = self._where(runs)
+        query = f"SELECT body FROM {table}{where} ORDER BY {', '.join(_KEYS[table])}"
+        return [model.model_validate_json(body) for (body,) in self.con.execute(query, args)]
+
     def records(self, runs: Iterable[str] | None = None) -> list[Record]:
         """Every record (or those of ``runs``), by run, job and concurrency."""
-        where, args = self._where(runs)
-        query = f"SELECT body FROM records{where} ORDER BY run_id, job_id, concurrency"
-        return [Record.model_validate_json(body) for (body,) in self.con.execute(query, args)]
+        return self._bodies("records", Record, runs)
 
     def raw(self, key: Key) -> bytes | None:
         row = self.con.execute("SELECT body FROM raw WHERE run_id = ? AND job_id = ? AND "
                                "concurrency = ?", key).fetchone()
         return zlib.decompress(row[0]) if row else None
+
+    def agentic(self, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
+        """Every agentic capacity record (or those of ``runs``)."""
+        return self._bodies("agentic", AgenticRecord, runs)
+
+    def evals(self, model: type[M], runs: Iterable[str] | None = None) -> list[M]:
+        """Every eval record (or those of ``runs``), parsed as ``model`` (evals' EvalRecord)."""
+        return self._bodies("evals", model, runs)
+
+    def eval_raw(self, key: EvalKey) -> bytes | None:
+        """The eval document as it was read from disk (None when it was not kept)."""
+        row = self.con.execute("SELECT raw FROM evals WHERE run_id = ? AND job_id = ? AND "
+                               "task = ? AND concurrency = ?", key).fetchone()
+        return zlib.decompress(row[0]) if row and row[0] is not None else None
 
     def raw_all(self, runs: Iterable[str] | None = None) -> dict[Key, bytes]:
         where, args = self._where(runs)

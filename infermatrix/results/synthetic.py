@@ -101,7 +101,7 @@ def _shape(job: SynthJob, conc: int, failed: bool) -> dict[str, Any]:
     tin, tout = done * isl, done * osl
     out: dict[str, Any] = {
         "duration": duration, "completed": done, "failed": bad, "error_rate": bad / prompts,
-        "errors": {"HTTP 503": bad} if bad else {}, "total_input_tokens": tin,
+        "error_counts": {"HTTP 503": bad} if bad else {}, "total_input_tokens": tin,
         "total_output_tokens": tout, "request_throughput": done / duration,
         "output_throughput": tout / duration, "total_token_throughput": (tin + tout) / duration,
     }

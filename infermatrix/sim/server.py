@@ -87,6 +87,7 @@ class SimServer:
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/completions", self.completions)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/generate", self.native_generate)
         app.router.add_get("/metrics", self.metrics)
         app.router.add_post("/tokenize", self.tokenize)
         for path in ("/reset_prefix_cache", "/flush_cache"):
@@ -197,6 +198,11 @@ class SimServer:
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, chat=True)
 
+    async def native_generate(self, request: web.Request) -> web.StreamResponse:
+        """SGLang's native /generate: {"text", "sampling_params": {"max_new_tokens", …},
+        "stream"}; streamed events carry the whole text so far and ``meta_info``."""
+        return await self._generate(request, chat=False, native=True)
+
     async def _json(self, request: web.Request) -> dict[str, Any]:
         try:
             body = await request.json()
@@ -216,7 +222,14 @@ class SimServer:
                 raise ApiError(400, f"{HEADER}: {exc}") from None
         return RequestFaults.resolve(faults, self.rng.random())
 
-    def _parse(self, body: dict[str, Any], chat: bool) -> tuple[EngineRequest, bool, bool]:
+    def _parse(self, body: dict[str, Any], chat: bool, native: bool = False,
+               ) -> tuple[EngineRequest, bool, bool]:
+        if native:  # SGLang's /generate as the completions body it stands for
+            sampling = body.get("sampling_params") or {}
+            if not isinstance(sampling, dict):
+                raise ApiError(400, "sampling_params must be an object")
+            body = {"prompt": body.get("text"), "max_tokens": sampling.get("max_new_tokens"),
+                    "stream": body.get("stream", False)}
         model = body.get("model")
         if model is not None and model != self.config.served_model_name:
             raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError")
@@ -267,7 +280,8 @@ class SimServer:
         user = body.get("user")
         return str(user) if user else None
 
-    async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
+    async def _generate(self, request: web.Request, chat: bool,
+                        native: bool = False) -> web.StreamResponse:
         try:
             if self._starting():
                 raise ApiError(503, "the server is starting", "ServiceUnavailableError")
@@ -283,7 +297,7 @@ class SimServer:
                 status = faults.error.status
                 kind = {429: "RateLimitError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
                 raise ApiError(status, f"simulated HTTP {status}", kind)
-            ereq, stream, include_usage = self._parse(body, chat)
+            ereq, stream, include_usage = self._parse(body, chat, native)
             ereq = EngineRequest(ereq.prompt_tokens, ereq.max_tokens, ereq.hashes,
                                  self._session(request, body))
             reason = self.deployment.reject_reason(ereq)
@@ -298,6 +312,8 @@ class SimServer:
         rec = self.deployment.submit(ereq, lambda r, n, t: queue.put_nowait(n))
         ident = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
         try:
+            if native:
+                return await self._native(request, rec, queue, ident, stream)
             if stream:
                 return await self._stream(request, rec, queue, ident, chat, include_usage, faults)
             return await self._whole(rec, queue, ident, chat)
@@ -329,6 +345,35 @@ class SimServer:
             "id": ident, "object": "chat.completion" if chat else "text_completion",
             "created": int(time.time()), "model": self.config.served_model_name,
             "choices": [choice], "usage": self._usage(rec)})
+
+    async def _native(self, request: web.Request, rec: RequestRecord, queue: asyncio.Queue[int],
+                      ident: str, stream: bool) -> web.StreamResponse:
+        """SGLang's /generate answer: one event per engine step with the text so far (no faults
+        are injected here)."""
+        def payload(done: bool) -> dict[str, Any]:
+            meta = {"id": ident, "prompt_tokens": rec.prompt_tokens,
+                    "completion_tokens": rec.completion_tokens, "cached_tokens": rec.cached_tokens,
+                    "finish_reason": {"type": "length"} if done else None}
+            return {"text": output_text(0, rec.completion_tokens), "meta_info": meta}
+
+        if not stream:
+            while not rec.done:
+                await queue.get()
+            return web.json_response(payload(True))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        done = False
+        while not done:  # one item per engine step, the last one included
+            await queue.get()
+            while not queue.empty():
+                queue.get_nowait()
+            done = rec.done
+            body = json.dumps(payload(done), separators=(",", ":")).encode()
+            await resp.write(b"data: " + body + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
 
     async def _stream(self, request: web.Request, rec: RequestRecord, queue: asyncio.Queue[int],
                       ident: str, chat: bool, include_usage: bool,

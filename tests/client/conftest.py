@@ -35,6 +35,7 @@ def _config(srv: FakeServer, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
         "base_url": srv.base_url,
         "model": "fake-model",
+        "tokenizer": "words",
         "num_prompts": 4,
         "random_input_len": 16,
         "random_output_len": 8,

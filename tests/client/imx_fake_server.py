@@ -69,6 +69,8 @@ class FakeServer:
         self.port = port
         self.truth: dict[str, Truth] = {}
         self.requests: list[dict[str, Any]] = []  # bodies received
+        self.request_headers: list[dict[str, str]] = []  # their headers
+        self.profile_calls: list[str] = []  # "start" / "stop", as POSTed
         self._seq = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -88,6 +90,8 @@ class FakeServer:
         app.router.add_get("/health", self._health)
         app.router.add_get("/truth", self._truth)
         app.router.add_post("/truth/reset", self._truth_reset)
+        app.router.add_post("/start_profile", self._profile)
+        app.router.add_post("/stop_profile", self._profile)
         return app
 
     async def start_async(self) -> None:
@@ -144,6 +148,10 @@ class FakeServer:
             }
         )
 
+    async def _profile(self, request: web.Request) -> web.Response:
+        self.profile_calls.append(request.path.strip("/").split("_")[0])
+        return web.Response(text="ok")
+
     async def _truth_reset(self, request: web.Request) -> web.Response:
         self.truth.clear()
         self.requests.clear()
@@ -154,6 +162,7 @@ class FakeServer:
         b = self.b
         body = await request.json()
         self.requests.append(body)
+        self.request_headers.append(dict(request.headers))
         n = next(self._seq)
         if body.get("model") not in b.models:
             return web.json_response(

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from infermatrix.client.cli import build_parser, config_from_args, main
+from infermatrix.client.cli import build_parser, config_from_args
+from infermatrix.client.cli import main as cli_main
+
+
+def main(argv: list[str]) -> int:
+    """The CLI against servers that count one word as one token (the fake and simulated
+    servers): the word tokenizer unless a test names another."""
+    return cli_main(argv if "--tokenizer" in argv else [*argv, "--tokenizer", "words"])
 
 
 def free_port() -> int:

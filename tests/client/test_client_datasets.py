@@ -40,18 +40,43 @@ def test_exact_prompt_lengths_with_a_real_tokenizer(hf_tokenizer_dir: Path, n: i
         assert measured == n == len(tok.encode(text))
 
 
-def test_random_lengths_are_in_range_and_measured(hf_tokenizer_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("backend", "style", "inputs", "outputs"),
+    [
+        ("sglang", None, (40, 50), (8, 10)),  # SGLang: [r*L, L]
+        ("sglang-oai-chat", None, (40, 50), (8, 10)),
+        ("vllm", "sglang", (40, 50), (8, 10)),  # InferenceX's fork, asked for by name
+        ("vllm", None, (9, 90), (1, 18)),  # current vLLM: [floor(L(1-r)), ceil(L(1+r))]
+        ("openai-chat", None, (9, 90), (1, 18)),
+    ],
+)
+def test_random_lengths_follow_the_backends_tool(
+    hf_tokenizer_dir: Path,
+    backend: str,
+    style: str | None,
+    inputs: tuple[int, int],
+    outputs: tuple[int, int],
+) -> None:
     tok = load_tokenizer(str(hf_tokenizer_dir))
-    specs = build_requests(cfg(random_range_ratio=0.8, num_prompts=50), tok)
-    assert all(40 <= s.prompt_len <= 50 for s in specs)
-    assert all(8 <= s.output_len <= 10 for s in specs)
+    c = cfg(random_range_ratio=0.8, num_prompts=50, backend=backend, range_ratio_style=style)
+    assert (c.length_range(50), c.length_range(10)) == (inputs, outputs)
+    specs = build_requests(c, tok)
+    assert all(inputs[0] <= s.prompt_len <= inputs[1] for s in specs)
+    assert all(outputs[0] <= s.output_len <= outputs[1] for s in specs)
     assert all(s.prompt_len == len(tok.encode(s.prompt)) for s in specs)
     assert len({s.prompt_len for s in specs}) > 3
 
 
-def test_range_ratio_one_is_fixed_length() -> None:
-    specs = build_requests(cfg(), WordTokenizer())
+def test_default_ratio_is_the_tools_default() -> None:
+    specs = build_requests(cfg(), WordTokenizer())  # vLLM: r = 0 is exactly L
     assert {s.prompt_len for s in specs} == {50} and {s.output_len for s in specs} == {10}
+    assert cfg(range_ratio_style="sglang", random_range_ratio=1).length_range(50) == (50, 50)
+    assert cfg(backend="sglang").length_range(50) == (1, 50)  # SGLang: r = 0 is [1, L]
+
+
+def test_vllm_ratio_must_stay_below_one() -> None:
+    with pytest.raises(ValueError, match="must be < 1 with vLLM"):
+        cfg(random_range_ratio=1.0)
 
 
 def test_reproducible_and_independent_rngs() -> None:

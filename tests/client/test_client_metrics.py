@@ -87,7 +87,7 @@ def test_compute_aggregates() -> None:
     ]
     m = compute(rs, 0.0, 1.0, TOK, [50, 99], ["ttft", "tpot", "itl", "e2el"], {"ttft": 150})
     assert m["completed"] == 2 and m["failed"] == 2 and m["error_rate"] == 0.5
-    assert m["errors"] == {"http_500": 1, "timeout_idle": 1}
+    assert m["error_counts"] == {"http_500": 1, "timeout_idle": 1}
     assert m["total_input_tokens"] == 20  # completed only
     assert m["total_output_tokens"] == 6
     assert m["output_throughput"] == 6.0 and m["request_throughput"] == 2.0

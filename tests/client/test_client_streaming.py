@@ -38,7 +38,7 @@ def test_sse_quirks_are_parsed(
     serve: Any, make_cfg: Any, quirk: dict[str, Any], backend: str
 ) -> None:
     r = run(serve, make_cfg, quirk, backend=backend, random_output_len=OUT)
-    assert r["failed"] == 0, r["errors"]
+    assert r["failed"] == 0, r["error_counts"]
     assert r["completed"] == N
     assert r["total_output_tokens"] == N * OUT
     assert r["output_tokens_from_usage"] == N
@@ -62,7 +62,7 @@ def test_no_usage_means_retokenized_and_flagged(serve: Any, make_cfg: Any) -> No
     # the count must be the re-tokenized 5 — not 0, not the requested 8.
     r = run(serve, make_cfg, {"usage": False, "output_tokens": 5})
     assert r["completed"] == N
-    assert r["output_tokens_retokenized"] == N
+    assert r["requests_retokenized"] == N
     assert r["output_tokens_from_usage"] == 0
     assert r["total_output_tokens"] == N * 5
 
@@ -71,7 +71,7 @@ def test_usage_disagreeing_with_text_is_flagged(serve: Any, make_cfg: Any) -> No
     r = run(serve, make_cfg, {"usage_offset": 10})
     assert r["output_token_mismatch"] == N
     assert r["total_output_tokens"] == N * (OUT + 10)  # usage is still the source
-    assert "disagree" in r["notes"][0]
+    assert any("disagree" in note for note in r["notes"])
 
 
 def test_several_tokens_per_event(serve: Any, make_cfg: Any) -> None:
@@ -99,7 +99,7 @@ def test_stalled_stream_fails_as_idle_timeout_within_the_idle_timeout(
     t = time.perf_counter()
     r = run(serve, make_cfg, {"stall_after": 2}, timeouts={"connect": 5, "idle": 0.5, "total": 60})
     wall = time.perf_counter() - t
-    assert r["errors"] == {"timeout_idle": N}
+    assert r["error_counts"] == {"timeout_idle": N}
     assert r["completed"] == 0 and r["passed"] is False
     assert 0.5 <= r["duration"] < 0.5 + 2.0  # not the 60 s total
     assert wall < 10
@@ -107,7 +107,7 @@ def test_stalled_stream_fails_as_idle_timeout_within_the_idle_timeout(
 
 def test_slow_headers_fail_as_idle_timeout(serve: Any, make_cfg: Any) -> None:
     r = run(serve, make_cfg, {"header_delay": 3}, timeouts={"connect": 5, "idle": 0.4, "total": 60})
-    assert r["errors"] == {"timeout_idle": N}
+    assert r["error_counts"] == {"timeout_idle": N}
 
 
 def test_total_timeout(serve: Any, make_cfg: Any) -> None:
@@ -119,19 +119,19 @@ def test_total_timeout(serve: Any, make_cfg: Any) -> None:
         random_output_len=20,
         timeouts={"connect": 5, "idle": 0.5, "total": 0.6},
     )
-    assert r["errors"] == {"timeout_total": N}
+    assert r["error_counts"] == {"timeout_total": N}
     assert r["duration"] < 2.5
 
 
 def test_disconnect_mid_stream(serve: Any, make_cfg: Any) -> None:
     r = run(serve, make_cfg, {"disconnect_after": 2})
-    assert r["errors"] == {"disconnect": N}
+    assert r["error_counts"] == {"disconnect": N}
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_http_errors_are_counted_by_status(serve: Any, make_cfg: Any, status: int) -> None:
     r = run(serve, make_cfg, {"http_status": status})
-    assert r["errors"] == {f"http_{status}": N}
+    assert r["error_counts"] == {f"http_{status}": N}
     assert r["error_rate"] == 1.0
 
 
@@ -146,12 +146,12 @@ def test_error_rate_and_passed_flag(serve: Any, make_cfg: Any) -> None:
 
 def test_empty_output_is_a_failure(serve: Any, make_cfg: Any) -> None:
     r = run(serve, make_cfg, {"empty_output": True})
-    assert r["errors"] == {"empty_output": N}
+    assert r["error_counts"] == {"empty_output": N}
 
 
 def test_in_stream_error_event(serve: Any, make_cfg: Any) -> None:
     r = run(serve, make_cfg, {"stream_error_after": 1})
-    assert r["errors"] == {"stream_error": N}
+    assert r["error_counts"] == {"stream_error": N}
 
 
 def test_no_connection_cap(serve: Any, make_cfg: Any) -> None:
@@ -169,8 +169,8 @@ def test_max_concurrency_is_respected_and_slot_wait_recorded(serve: Any, make_cf
     r = run_benchmark_sync(make_cfg(srv, num_prompts=12, max_concurrency=3))
     assert r["max_concurrent_requests"] == 3
     assert 2.0 < r["mean_concurrency"] <= 3.0
-    assert r["slot_wait_ms"]["max"] > 50  # the last ones waited for a slot
-    assert r["schedule_lag_ms"]["max"] < 100  # rate=inf: all released at t0
+    assert r["slot_wait"]["max_ms"] > 50  # the last ones waited for a slot
+    assert r["schedule_lag"]["max_ms"] < 100  # rate=inf: all released at t0
 
 
 def test_request_rate_uses_absolute_deadlines(serve: Any, make_cfg: Any) -> None:

@@ -51,10 +51,12 @@ def test_section_from_run_folders(repo_root: Path, tmp_path: Path) -> None:
     from imx_evals_data import write_eval
 
     from infermatrix.evals.compare import accuracy_section
+    from infermatrix.evals.history import collect_evals
 
     write_eval(tmp_path / "base" / "jobs" / "a", eval_record(A, run_id="r1", score=0.95))
     write_eval(tmp_path / "new" / "jobs" / "a", eval_record(A, run_id="r2", score=0.5))
     write_eval(tmp_path / "new" / "jobs" / "b", eval_record(B, run_id="r3", score=0.5))  # not compared
-    text, worse = accuracy_section([tmp_path / "base"], [tmp_path / "new"], {"r1"}, {"r2"},
+    base, new = (collect_evals([tmp_path / side]).records for side in ("base", "new"))
+    text, worse = accuracy_section(base, [e for e in new if e.run_id == "r2"],
                                    load_accuracy(repo_root))
     assert worse == 1 and "now failing" in text and B.recipe not in text

@@ -7,13 +7,9 @@ from pathlib import Path
 
 from imx_evals_data import LOCAL_PASS, eval_record, synth_job, write_eval
 
-from infermatrix.evals.history import (
-    collect_evals,
-    evals_from,
-    load_eval_raw,
-    load_evals,
-    save_evals,
-)
+from infermatrix.commands.results import evals_from
+from infermatrix.evals.history import collect_evals
+from infermatrix.evals.record import EvalRecord
 from infermatrix.results.store import Store
 from infermatrix.results.synthetic import write_job
 
@@ -47,19 +43,19 @@ def test_collect_keeps_good_and_names_bad(tmp_path: Path) -> None:
 def test_store_round_trip_and_idempotence(tmp_path: Path) -> None:
     got = collect_evals([_run(tmp_path)])
     store = tmp_path / "history.sqlite"
-    with Store(store):  # an ordinary history store: the evals table is added beside it
-        pass
-    assert save_evals(store, got.records, got.raw) == 2
-    assert save_evals(store, got.records, got.raw) == 2  # upsert: still two rows
-    loaded = load_evals(store)
+    with Store(store) as db:  # the store's evals table, beside the performance records
+        assert db.save_evals(got.records, got.raw).added == 2
+        again = db.save_evals(got.records, got.raw)  # upsert: still two rows, none rewritten
+        assert (again.added, again.updated, again.unchanged) == (0, 0, 2)
+        loaded = db.evals(EvalRecord)
+        gsm8k = next(r for r in loaded if r.task == "gsm8k")
+        raw = json.loads(db.eval_raw(gsm8k.key) or b"{}")
+        assert (db.count(), db.count("evals")) == (0, 2)
+        assert db.evals(EvalRecord, runs=["other"]) == []
     assert sorted(r.model_dump_json() for r in loaded) == sorted(r.model_dump_json() for r in got.records)
-    gsm8k = next(r for r in loaded if r.task == "gsm8k")
-    raw = json.loads(load_eval_raw(store, gsm8k.key) or b"{}")
     assert raw["lm_eval"]["lm_eval_version"] == "0.4.13"  # lm-eval's own output, kept
-    with Store(store) as db:  # the performance side still opens and reads the file
-        assert db.count() == 0
-    assert load_evals(store, recipes=["other"]) == []
     assert {r.task for r in evals_from([store, tmp_path / "run1"])} == {"gsm8k", "gpqa_diamond"}
+    assert evals_from([store], runs={"other"}) == []
 
 
 def test_collect_note_marks_exports(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ import pytest
 from imx_evals_data import LOCAL_TASK, write_local_task
 
 from infermatrix.evals.harness import HarnessMissing, find_harness
-from infermatrix.evals.history import load_eval_raw, load_evals
+from infermatrix.evals.record import EvalRecord
+from infermatrix.results.store import Store
 
 pytestmark = pytest.mark.slow
 RECIPE = "deepseek-r1-0528/h200-sglang-fp8"
@@ -87,11 +88,13 @@ entries:
     proc = _cli("collect", str(out / "ev1"), "--store", str(store), cwd=catalog_copy)
     assert proc.returncode == 0, proc.stderr
     assert "accuracy gate: 1 evals (0 failed to run), 2 levels of 1 recipes held back" in proc.stdout
-    (stored,) = load_evals(store)
+    with Store(store) as db:
+        (stored,) = db.evals(EvalRecord)
+        raw = db.eval_raw(stored.key)
     assert (stored.recipe, stored.task, stored.score, stored.threshold) == (RECIPE, "local_qa", 0.0, 0.5)
     assert stored.lm_eval_version == "0.4.13" and stored.fingerprint == manifest["job"]["fingerprint"]
     assert "--include_path" in stored.command and stored.finished_at
-    assert json.loads(load_eval_raw(store, stored.key) or b"{}")["lm_eval"]["n-samples"]
+    assert json.loads(raw or b"{}")["lm_eval"]["n-samples"]
     site = tmp_path / "site"
     proc = _cli("report", str(store), "-o", str(site), "--no-plots", cwd=catalog_copy)
     assert proc.returncode == 0, proc.stderr

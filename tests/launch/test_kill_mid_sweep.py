@@ -39,14 +39,22 @@ def test_killed_server_fails_the_job_and_keeps_measured_levels(fake_cluster: Fak
         killer.join()
     job_dir, manifest = fake_cluster.manifest("k1")
     assert rc == 1
-    assert manifest["status"] == "failed"
-    assert manifest["error"].startswith("simulated engine exited with code -9 during the c=8 level")
-    assert "log tail" in manifest["error"]
+    assert manifest["status"] == "failed" and manifest["error"]
+    assert manifest["finished_at"] is not None
     levels = {lv["concurrency"]: lv for lv in manifest["levels"]}
+    # the level measured before the kill is kept, with its data
     assert levels[1]["status"] == "ok"
-    assert levels[8]["status"] == "failed" and levels[8]["file"] == "conc-8.json"
-    assert levels[16] == {"concurrency": 16, "status": "skipped", "file": None, "error": None}
     first = json.loads((job_dir / "conc-1.json").read_text())
     assert first["completed"] > 0 and first["infermatrix"]["status"] == "ok"
-    assert manifest["finished_at"] is not None
+    # where the kill lands depends on the machine's speed: inside the c=8 level (the level is
+    # recorded failed, with its file and the server's exit), or, on a loaded machine, before
+    # that level's first request (the level never starts and is skipped). Either way nothing
+    # after the kill counts as measured, and the job says why it stopped.
+    if levels[8]["status"] == "failed":
+        assert levels[8]["file"] == "conc-8.json" and (job_dir / "conc-8.json").is_file()
+        assert "exited with code -9 during the c=8 level" in manifest["error"]
+        assert "log tail" in manifest["error"]
+    else:
+        assert levels[8] == {"concurrency": 8, "status": "skipped", "file": None, "error": None}
+    assert levels[16] == {"concurrency": 16, "status": "skipped", "file": None, "error": None}
     assert leftovers(str(fake_cluster.root)) == []

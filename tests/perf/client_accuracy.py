@@ -118,6 +118,7 @@ def run_ours(
     cfg = BenchConfig(
         base_url=srv.url,
         model="fake-model",
+        tokenizer="words",
         num_prompts=n,
         max_concurrency=conc,
         random_input_len=32,

@@ -208,19 +208,19 @@ def test_agentic_page_tables(tmp_path: Path) -> None:
         for tier in ("SLO20", "SLO60"):
             agents = cell(row, tier, "agents")["text"].removeprefix("≥ ")
             assert int(agents) == c[tier.lower()], (c["recipe"], tier)
-    # best per tier and column: at SLO20 most agents and most per kW on B300 (180/14 kW against
+    # best per tier and column: at SLO20 most agents and most per MW on B300 (180/14 kW against
     # 90/7.6 kW), most per $/h on B200 (90/48 $/h against 180/128), per GPU a tie (11.25)
     assert "best" in cell(b300, "SLO20", "agents")["class"]
     assert "best" not in cell(b200, "SLO20", "agents")["class"]
-    assert "best" in cell(b300, "SLO20", "agents_per_kw")["class"]
+    assert "best" in cell(b300, "SLO20", "agents_per_mw")["class"]
     assert "best" in cell(b200, "SLO20", "agents_per_usd_hour")["class"]
     assert "best" not in cell(b300, "SLO20", "agents_per_usd_hour")["class"]
     assert all("best" in cell(r, "SLO20", "agents_per_gpu")["class"] for r in (b300, b200))
     assert "best" in cell(b300, "SLO60", "agents_per_gpu")["class"]  # 44/16 against 21/8
     assert cell(b300, "SLO20", "agents_per_gpu")["text"] == "11.3"  # 11.25, as the dashboard
-    assert cell(b300, "SLO20", "agents_per_kw")["text"] == "12.9"  # 180 / 14 kW
-    assert "12,857 agents per MW" in cell(b300, "SLO20", "agents_per_kw")["title"]
-    assert cell(h200, "SLO20", "agents_per_kw")["text"] == "–"  # power not measured
+    assert cell(b300, "SLO20", "agents_per_mw")["text"] == "12,857"  # 180 / 0.014 MW
+    assert "12.9 agents per kW · 14 kW measured" in cell(b300, "SLO20", "agents_per_mw")["title"]
+    assert cell(h200, "SLO20", "agents_per_mw")["text"] == "–"  # power not measured
     assert cell(b300, "SLO20", "first_failing")["text"] == "181"
     assert "P25 output speed 6 < 20 tok/s" in cell(b300, "SLO20", "first_failing")["title"]
     assert cell(h200, "SLO60", "agents")["text"] == "0"
@@ -246,7 +246,8 @@ def _embedded(index: Path) -> dict:
 
 
 def history(root: Path) -> Path:
-    """A store with two bench runs of DeepSeek R1 and the capacity searches above."""
+    """A store with two bench runs of DeepSeek R1 and the capacity searches above, collected
+    from run folders (each search's document in its capacity job's folder)."""
     store = root / "history.sqlite"
     for run in ("20261120T011700Z-aaaaaa", "20261122T011700Z-cccccc"):
         for job in (
@@ -255,8 +256,13 @@ def history(root: Path) -> Path:
         ):
             write_job(root / "runs" / run, job)
         collect([root / "runs" / run], store=store)
+    for c in [EARLIER, *LATEST]:
+        job_dir = root / "searches" / c["run"] / "jobs" / c["recipe"].replace("/", ".")
+        job_dir.mkdir(parents=True)
+        (job_dir / "capacity.json").write_text(json.dumps(document(c)))
+    collect([root / "searches"], store=store)
     with Store(store) as db:
-        agentic.save(db, records())
+        assert db.agentic() == sorted(records(), key=lambda r: r.key)
     return store
 
 
@@ -285,15 +291,17 @@ def test_report_cli_adds_the_agentic_tab(tmp_path: Path) -> None:
     assert (site / "agentic.html").read_text().count('<table class="data agentic">') == 2
     summary = (site / "summary.md").read_text()
     assert "### Agentic capacity" in summary
-    assert f"| {V4}/b300-trtllm-nvfp4-1ctx-1gen | 16 | 180 | 11.3 | 44 | 2.75 |" in summary
-    assert f"| {V4}/mi355x-sglang-fp8-tp8 | 8 | ≥ 64 | 8 | 12 | 1.5 |" in summary
+    assert "| recipe | GPUs | SLO20 agents | SLO20 /GPU | SLO20 /MW | SLO20 /$·h | SLO60 agents" in summary
+    assert (f"| {V4}/b300-trtllm-nvfp4-1ctx-1gen | 16 | 180 | 11.3 | 12,857 | 1.41 | 44 | 2.75 | "
+            "3,143 | 0.34 |") in summary
+    assert f"| {V4}/mi355x-sglang-fp8-tp8 | 8 | ≥ 64 | 8 | – | 1.6 | 12 | 1.5 | – | 0.3 |" in summary
     # --run names a search run: only its records (and no bench level)
     res = cli("report", str(store), "-o", str(tmp_path / "old"), "--no-plots", "--run", OLD)
     assert res.returncode == 0, res.stderr
     assert [r["run_id"] for r in _embedded(tmp_path / "old" / "index.html")["agentic"]["rows"]] == [
         OLD
     ]
-    # reading a store that has no agentic table neither adds one nor shows the tab
+    # a store without capacity results (its agentic table empty) shows no tab
     plain = tmp_path / "plain.sqlite"
     collect([tmp_path / "runs"], store=plain)
     res = cli("report", str(plain), "-o", str(tmp_path / "plain"), "--no-plots")
@@ -302,10 +310,7 @@ def test_report_cli_adds_the_agentic_tab(tmp_path: Path) -> None:
     assert "agentic" not in _embedded(tmp_path / "plain" / "index.html")
     assert not (tmp_path / "plain" / "agentic.html").exists()
     with Store(plain) as db:
-        assert (
-            db.con.execute("SELECT name FROM sqlite_master WHERE name = 'agentic'").fetchone()
-            is None
-        )
+        assert db.count("agentic") == 0
 
 
 def test_run_report_writes_agentic_html(tmp_path: Path) -> None:
@@ -392,19 +397,29 @@ def test_capacity_cli_writes_the_page(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- headless Chromium
 
 
-ROWS = "document.querySelectorAll('#agentic tbody tr').length"
+ROWS = "document.querySelectorAll('#agentic table.agentic tbody tr').length"
 AGENTS = (
-    "Array.from(document.querySelectorAll('#agentic tbody tr')).map(tr => [tr.dataset.recipe, "
+    "Array.from(document.querySelectorAll('#agentic table.agentic tbody tr'))"
+    ".map(tr => [tr.dataset.recipe, "
     'tr.querySelector(\'td[data-tier="{tier}"][data-metric="agents"]\').textContent])'
+)
+
+# a group's "best per SLO tier" table: tier -> metric -> [value, recipe]
+HEADLINE = (
+    "Object.fromEntries(Array.from(document.querySelectorAll("
+    "'#agentic section.group[data-model=\"{model}\"] table.ag-best tbody tr'))"
+    ".map(tr => [tr.dataset.tier, Object.fromEntries(Array.from(tr.querySelectorAll('td[data-metric]'))"
+    ".map(td => [td.dataset.metric, [td.firstChild.textContent.trim(), td.dataset.recipe || null]]))]))"
 )
 
 
 def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
     store = history(tmp_path)
     with Store(store) as db:
-        bench, raw, searches = db.records(), db.raw_all(), agentic.load(db)
-    site = tmp_path / "site"
-    build_report(bench, site, raw=raw, title="agentic browser test", plots=False, agentic=searches)
+        bench, raw = db.records(), db.raw_all()
+    site = tmp_path / "site"  # the dashboard as `report` writes it from the store
+    res = cli("report", str(store), "-o", str(site), "--no-plots", "--title", "agentic browser test")
+    assert res.returncode == 0, res.stderr
     plain = tmp_path / "plain"
     build_report(bench, plain, raw=raw, plots=False)
 
@@ -453,6 +468,22 @@ def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None
                 f"{V4}/b300-trtllm-nvfp4-1ctx-1gen SLO20",
                 f"{V4}/b300-trtllm-nvfp4-1ctx-1gen SLO60",
             ]
+            # per SLO tier of each group: the most agents per GPU, per MW and per $·h, and where
+            assert await page.eval(HEADLINE.format(model=V4)) == {
+                "SLO20": {"agents_per_gpu": ["11.3", f"{V4}/b300-trtllm-nvfp4-1ctx-1gen"],
+                          "agents_per_mw": ["12,857", f"{V4}/b300-trtllm-nvfp4-1ctx-1gen"],
+                          "agents_per_usd_hour": ["1.88", f"{V4}/b200-sglang-fp8-tp8"]},
+                "SLO60": {"agents_per_gpu": ["2.75", f"{V4}/b300-trtllm-nvfp4-1ctx-1gen"],
+                          "agents_per_mw": ["3,143", f"{V4}/b300-trtllm-nvfp4-1ctx-1gen"],
+                          "agents_per_usd_hour": ["0.44", f"{V4}/b200-sglang-fp8-tp8"]},
+            }
+            qwen = await page.eval(HEADLINE.format(model=QWEN))
+            assert qwen["SLO20"]["agents_per_mw"] == ["–", None]  # its power was not measured
+            assert qwen["SLO60"]["agents_per_gpu"] == ["3.75", f"{QWEN}/h200-sglang-fp8-tp8"]
+            per_mw = await page.eval(
+                "document.querySelector('#agentic table.agentic td[data-metric=agents_per_mw]')"
+                ".title")
+            assert "agents per kW" in per_mw and "kW measured" in per_mw
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(ARTIFACTS / "dashboard-agentic.png")
 
@@ -465,7 +496,7 @@ def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None
             await page.eval(SET.format(id="f-run", value=OLD))
             assert dict(await page.eval(AGENTS.format(tier="SLO20"))) == {EARLIER["recipe"]: "64"}
             await page.eval(SET.format(id="f-run", value="__all__"))
-            await page.eval("document.querySelector('#agentic tbody tr').click()")
+            await page.eval("document.querySelector('#agentic table.agentic tbody tr').click()")
             await page.wait_for("!document.getElementById('ag-detail').hidden")
             detail = await page.eval("document.getElementById('ag-detail').textContent")
             assert "Levels searched" in detail and "✗ P25 output speed" in detail

@@ -41,7 +41,7 @@ METRICS: dict[str, Any] = {
     "mean_itl_ms": 20.5, "median_itl_ms": 19.0, "p99.9_itl_ms": 80.0,
     "mean_e2el_ms": 12_800.0, "median_e2el_ms": 12_500.0, "p99_e2el_ms": 16_000.0,
     "median_itl_per_token_ms": 19.5,
-    "schedule_lag_ms": {"mean": 0.1, "p50": 0.1, "p99": 0.2, "max": 0.3},  # not a latency stat
+    "schedule_lag": {"mean_ms": 0.1, "p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3},  # not a latency stat
     "interactivity": 50.0,
 }
 DISAGG_BLOCK: dict[str, Any] = {

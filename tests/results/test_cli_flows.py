@@ -10,9 +10,7 @@ from pathlib import Path
 
 from imx_results_data import RUN, messy_run
 
-from infermatrix.evals.history import load_evals
 from infermatrix.evals.record import EvalRecord, document, file_name
-from infermatrix.results import agentic
 from infermatrix.results.export import read_records_jsonl
 from infermatrix.results.store import Store
 from infermatrix.results.synthetic import SynthJob, level_result, write_job
@@ -71,7 +69,8 @@ def test_collect_and_report_apply_the_accuracy_gate(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr  # an eval file is infermatrix metadata, not a problem
     assert "2 manifests" in res.stdout
     assert "accuracy gate: 1 evals (0 failed to run), 3 levels of 1 recipes held back" in res.stdout
-    assert [e.score for e in load_evals(store)] == [0.5]
+    with Store(store) as db:
+        assert [e.score for e in db.evals(EvalRecord)] == [0.5]
     assert {r.status for r in read_records_jsonl(jsonl)} == {"gated"}
     with Store(store) as db:  # the store keeps the measurement as it was
         assert {r.status for r in db.records()} == {"ok"}
@@ -107,7 +106,7 @@ def test_collect_keeps_agentic_capacity_documents(tmp_path: Path) -> None:
     res = cli("collect", str(run), "--store", str(store))
     assert res.returncode == 0 and "4 manifests" in res.stdout
     with Store(store) as db:
-        (rec,) = agentic.load(db)
+        (rec,) = db.agentic()
     assert (rec.recipe, rec.tier, rec.passing_concurrency) == ("a/x", "SLO20", 8)
     assert rec.agents_per_gpu == 1.0
     assert [lv.passed for lv in rec.levels] == [True, True, False]

@@ -136,7 +136,7 @@ def test_cli_mistakes_are_one_line_exit_two(tmp_path: Path, case: str) -> None:
 
 
 def test_collect_main_returns_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from infermatrix.results.cli import collect_main
+    from infermatrix.commands.results import collect_main
 
     assert collect_main([str(tmp_path / "missing")]) == 2
     assert "no such file or directory" in capsys.readouterr().err

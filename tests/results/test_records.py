@@ -52,7 +52,7 @@ def test_latency_statistics_are_kept_under_their_names() -> None:
     r = normalise(make_raw())
     assert r.latency["p99.9_itl_ms"] == 80.0 and r.latency["median_itl_per_token_ms"] == 19.5
     assert r.metric("median_ttft_ms") == 500.0 and r.metric("p99_e2el_ms") == 16_000.0
-    assert "schedule_lag_ms" not in r.latency and r.metric("schedule_lag_ms") is None
+    assert "schedule_lag" not in r.latency and r.metric("schedule_lag") is None
     assert r.metric("no_such_metric") is None and r.metric("recipe") is None
 
 

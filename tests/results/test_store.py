@@ -44,7 +44,7 @@ def test_recollecting_is_idempotent(tmp_path: Path) -> None:
     third = collect([run], store=store).summary.stored
     assert (third.added, third.updated, third.unchanged) == (0, 1, 5)
     with Store(store) as db:
-        assert db.count() == 6 and db.version == SCHEMA_VERSION == 2
+        assert db.count() == 6 and db.version == SCHEMA_VERSION == 4
         rec = next(r for r in db.records() if r.concurrency == 1 and r.job_id == BLOCK["job_id"])
         assert rec.output_throughput == raw["output_throughput"]
         assert json.loads(db.raw(rec.key) or b"{}") == raw  # the raw JSON as it is now
@@ -91,14 +91,58 @@ def test_migration_from_v1(tmp_path: Path) -> None:
     store = tmp_path / "v1.sqlite"
     _v1_store(store)
     with Store(store) as db:
-        assert db.version == 2
+        assert db.version == SCHEMA_VERSION
         assert [r.key for r in db.records()] == [(RUN, BLOCK["job_id"], 4)]
         assert db.raw_all() == {}  # the new table, empty
         db.save(db.records(), {(RUN, BLOCK["job_id"], 4): b"{}"})
         assert db.raw((RUN, BLOCK["job_id"], 4)) == b"{}"
     tables = {name for (name,) in sqlite3.connect(store).execute(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"records", "raw"} <= tables
+    assert {"records", "raw", "agentic", "evals"} <= tables
+
+
+# The tables results/agentic.py and evals/history.py created on first use before the store owned
+# them (schema v2 with these beside it): exactly as those modules wrote them.
+_ADHOC_AGENTIC = """CREATE TABLE IF NOT EXISTS agentic (
+    run_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL, tier TEXT NOT NULL,
+    passing_concurrency INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, recipe, workload, tier))"""
+_ADHOC_EVALS = """CREATE TABLE IF NOT EXISTS evals (
+    run_id TEXT NOT NULL, job_id TEXT NOT NULL, task TEXT NOT NULL, concurrency INTEGER NOT NULL,
+    recipe TEXT NOT NULL, model TEXT NOT NULL, status TEXT NOT NULL, score REAL,
+    finished_at TEXT, body TEXT NOT NULL, raw BLOB,
+    PRIMARY KEY (run_id, job_id, task, concurrency))"""
+
+
+def test_migration_from_v2_with_the_tables_agentic_and_evals_used_to_create(tmp_path: Path) -> None:
+    from infermatrix.evals.record import EvalRecord
+    from infermatrix.results.agentic import AgenticRecord
+
+    store = tmp_path / "v2.sqlite"
+    _v1_store(store)
+    con = sqlite3.connect(store)
+    con.executescript(MIGRATIONS[1])
+    con.execute("PRAGMA user_version = 2")
+    con.execute(_ADHOC_AGENTIC)
+    con.execute(_ADHOC_EVALS)
+    cap = AgenticRecord(run_id=RUN, recipe="a/x", tier="SLO20", passing_concurrency=8)
+    ev = EvalRecord(run_id=RUN, job_id=BLOCK["job_id"], recipe="a/x", model="m", concurrency=4,
+                    task="gsm8k", status="ok", score=0.9)
+    con.execute("INSERT INTO agentic VALUES (?, ?, ?, ?, ?, ?)",
+                (*cap.key, 8, cap.model_dump_json()))
+    con.execute("INSERT INTO evals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*ev.key, "a/x", "m", "ok", 0.9, None, ev.model_dump_json(), None))
+    con.commit()
+    con.close()
+    with Store(store) as db:
+        assert db.version == SCHEMA_VERSION
+        assert db.agentic() == [cap] and db.evals(EvalRecord) == [ev]
+        assert [r.key for r in db.records()] == [(RUN, BLOCK["job_id"], 4)]
+        again = db.save_agentic([cap, cap.model_copy(update={"tier": "SLO60"})])
+        assert (again.added, again.updated, again.unchanged) == (1, 0, 1)
+        assert db.save_evals([ev.model_copy(update={"score": 0.8})]).updated == 1
+        assert (db.count("agentic"), db.count("evals")) == (2, 1)
+        assert db.agentic(["other-run"]) == []
 
 
 def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path,
@@ -126,7 +170,7 @@ def test_a_store_newer_than_the_code_is_refused(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "infermatrix.cli", "collect",
                           str(messy_run(tmp_path)), "--store", str(store)],
                          capture_output=True, text=True, timeout=60, check=False)
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "v3 is newer" in res.stderr
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and f"v{SCHEMA_VERSION + 1} is newer" in res.stderr
 
 
 def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:

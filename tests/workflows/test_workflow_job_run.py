@@ -112,7 +112,7 @@ def _collect_steps() -> list[dict]:
 def test_collect_job_steps_run_on_downloaded_results(repo_root: Path, tmp_path: Path) -> None:
     """The collect job's own scripts, run in order on a results tree shaped like the merged
     `result-*` artifacts: first publish (no history), then a night with a published history."""
-    pytest.importorskip("infermatrix.results.cli")
+    pytest.importorskip("infermatrix.commands.results")
     synthetic = pytest.importorskip("infermatrix.results.synthetic")
     run_id = "gh-7"
     for job in synthetic.matrix_jobs(1, levels=(1, 4)):

@@ -43,7 +43,7 @@ def test_sweep_local_runs_its_stages_in_order(
         return SimpleNamespace(status="ok", error=None, job_dir=run_dir / "jobs" / job.id, levels=[])
 
     monkeypatch.setattr(sweep_cli, "execute", fake_execute)
-    monkeypatch.setattr(infermatrix.report, "build_run_report", lambda run_dir: {}, raising=False)
+    monkeypatch.setattr(infermatrix.report, "build_run_report", lambda run_dir, **_: {}, raising=False)
     code = main(["sweep", "smoke", "--local", "--engine", "sglang", "--output-dir", str(tmp_path),
                  "--run-id", "parity", "--root", str(repo_root)])
     err = capsys.readouterr().err

@@ -12,12 +12,15 @@ import json
 import os
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import default_root, load_catalog
 from ..catalog.yamlsrc import CatalogError
+from ..engines.flags import RenderError
 from ..jsonio import write_json_atomic
-from .flags import RenderError
+from ..launch.bench_commands import recipe_benchmarks
+from ..report.catalog_page import build
 
 DEFAULT_OUTPUT = Path("docs/catalog.md")
 
@@ -49,11 +52,10 @@ def _json_text(data: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.catalog_page import build  # report sits above engines
-
     root = (args.root or default_root()).resolve()
     output = args.output or root / DEFAULT_OUTPUT
-    data, page = build(load_catalog(root))
+    cat = load_catalog(root)
+    data, page = build(cat, partial(recipe_benchmarks, cat))
     if args.check:
         stale = []
         if not output.is_file() or output.read_text(encoding="utf-8") != page:

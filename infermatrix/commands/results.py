@@ -1,5 +1,9 @@
 """`infermatrix collect`, `report` and `compare`: each takes the argv after its subcommand and
-returns an exit code. A mistake is one line on stderr and exit 2, never a traceback."""
+returns an exit code. A mistake is one line on stderr and exit 2, never a traceback.
+
+The CLI layer wires ``results`` (records, the store), ``evals`` (eval records, the accuracy gate)
+and ``report`` together here; those packages do not import each other.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,25 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from ..errors import UsageError
-from .collect import collect
-from .compare import DEFAULT_NOISE, compare, failures, markdown
-from .export import write_records_csv, write_records_jsonl, write_text_atomic
-from .records import Record, run_order
-from .sources import check_exists, load, load_one, select_agentic, select_runs
-from .store import Store, is_store
+from ..evals.compare import accuracy_section
+from ..evals.history import collect_evals
+from ..evals.publish import apply_gate, collect_note, current_accuracy
+from ..evals.record import EvalRecord
+from ..report import build_report
+from ..report.dashboard import launch_commands
+from ..results.agentic import AgenticRecord
+from ..results.collect import collect
+from ..results.compare import DEFAULT_NOISE, compare, failures, markdown
+from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
+from ..results.export import write_records_csv, write_records_jsonl
+from ..results.records import Record, run_order
+from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
+from ..results.store import Store, is_store
 
 MAX_REASONS = 20
 
@@ -45,12 +58,26 @@ def _check_store(path: Path | None) -> None:
         raise UsageError(f"{path}: not an SQLite history store")
 
 
+def evals_from(paths: Sequence[Path], runs: set[str] | None = None) -> list[EvalRecord]:
+    """Eval records from what report and compare accept: run folders, eval files and history
+    stores (records .jsonl files hold none); only those of ``runs`` when given."""
+    out: list[EvalRecord] = []
+    for path in map(Path, paths):
+        if path.is_dir() or (path.name.startswith("eval-") and path.suffix == ".json"):
+            out += collect_evals([path]).records
+        elif is_store(path):
+            with Store(path) as db:
+                out += db.evals(EvalRecord)
+    return [e for e in out if runs is None or e.run_id in runs]
+
+
 # ---------------------------------------------------------------- collect
 
 
 def collect_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="infermatrix collect", description="Normalise raw level results into records "
-                "and the history store (docs/results.md).")
+                "and keep them, the capacity results of capacity documents and the eval records "
+                "in the history store (docs/results.md).")
     p.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="run directories or files")
     p.add_argument("--store", type=Path, help="history store (SQLite) to add the records to")
     p.add_argument("--jsonl", type=Path, help="write the records as JSONL here")
@@ -61,32 +88,44 @@ def collect_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _collect(args: argparse.Namespace) -> int:
-    from ..evals.history import collect_evals, save_evals
-    from ..evals.publish import collect_note
+def _kinds_line(agentic: Sequence[AgenticRecord], evals: int, stored: dict[str, str]) -> str:
+    """The capacity and eval records found (and what the store did with them)."""
+    runs = {(a.run_id, a.recipe, a.workload) for a in agentic}
+    parts = [f"{len(agentic)} capacity results ({len(runs)} searches)", f"{evals} evals"]
+    return "; ".join(p + (f" (store: {stored[k]})" if k in stored else "")
+                     for p, k in zip(parts, ("agentic", "evals"), strict=True))
 
+
+def _collect(args: argparse.Namespace) -> int:
     check_exists(args.paths)
     _check_store(args.store)
     result = collect(args.paths, store=args.store)
     s = result.summary
+    evals = collect_evals(args.paths)
+    stored: dict[str, str] = {}
     if args.store is not None:
-        evals = collect_evals(args.paths)
-        if evals.records:
-            save_evals(args.store, evals.records, evals.raw)
-    marked, note = collect_note(args.paths, result.records)
+        with Store(args.store) as db:
+            stored["evals"] = db.save_evals(evals.records, evals.raw).text()
+        if result.agentic_stored is not None:
+            stored["agentic"] = result.agentic_stored.text()
+    marked, note = collect_note(args.paths, result.records, evals.records)
     if args.jsonl:
         write_records_jsonl(marked, args.jsonl)
     if args.csv:
         write_records_csv(marked, args.csv)
-    problems = s.skipped + s.missing
+    unfinished = s.interrupted_jobs + s.missing_jobs
+    problems = s.skipped + s.missing + unfinished
     if problems:
-        print(f"warning: {problems} files skipped or missing:", file=sys.stderr)
+        jobs = f", {unfinished} jobs interrupted or never started" if unfinished else ""
+        print(f"warning: {problems - unfinished} files skipped or missing{jobs}:", file=sys.stderr)
         for path, reason in s.problems[:MAX_REASONS]:
             print(f"  {path}: {reason}", file=sys.stderr)
         if len(s.problems) > MAX_REASONS:
             print(f"  … and {len(s.problems) - MAX_REASONS} more", file=sys.stderr)
     if not args.quiet:
         print(f"collect: {s.line()}")
+        if result.agentic or evals.records:
+            print(f"collect: {_kinds_line(result.agentic, len(evals.records), stored)}")
         if note:
             print(note)
     return 1 if args.strict and problems else 0
@@ -118,11 +157,6 @@ def report_parser() -> argparse.ArgumentParser:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..evals.history import evals_from
-    from ..evals.publish import apply_gate, current_accuracy
-    from ..report import build_report
-    from ..report.dashboard import launch_commands
-
     check_exists(args.inputs)
     launch = launch_commands(args.catalog_json) if args.catalog_json else None
     loaded = load(args.inputs)
@@ -132,10 +166,8 @@ def _report(args: argparse.Namespace) -> int:
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
                            title=args.title, catalog=args.catalog, launch=launch,
-                           plots=not args.no_plots, agentic=searches)
+                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md)
     summary = outputs["summary"]
-    if gate_md:
-        write_text_atomic(summary, summary.read_text(encoding="utf-8") + "\n" + gate_md)
     target = args.summary or (Path(os.environ["GITHUB_STEP_SUMMARY"])
                               if os.environ.get("GITHUB_STEP_SUMMARY") else None)
     if target is not None:
@@ -166,45 +198,63 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=DEFAULT_NOISE * 100, metavar="PCT",
                    help="changes within ± PCT %% are 'same' (default 3)")
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
-                   help="exit 1 when a headline metric is worse by more than PCT %% or a level "
-                        "that passed now fails")
+                   help="exit 1 when a headline metric is worse by more than PCT %%, a level "
+                        "that passed now fails, an SLO tier holds fewer agents by more than "
+                        "PCT %% or an accuracy evaluation that passed now fails")
     return p
 
 
-def _side(path: Path, run: str | None, exclude: set[str]) -> list[Record]:
-    """One side's records: the chosen run, or for a store its latest run not in ``exclude``."""
+@dataclass
+class _Side:
+    records: list[Record]
+    agentic: list[AgenticRecord]
+
+    def runs(self) -> set[str]:
+        return {r.run_id for r in self.records} | {a.run_id for a in self.agentic}
+
+
+def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
+    """One side: the chosen run, or for a store the latest run not on the other side
+    (throughput and capacity each their own latest), or everything a folder or file holds."""
     if run is not None:
-        return select_runs(load_one(path).records, [run])
+        loaded = load_one(path)
+        known = {a.run_id for a in loaded.agentic}
+        return _Side(select_runs(loaded.records, [run], known=known),
+                     select_agentic(loaded.agentic, [run]))
     if path.is_file() and is_store(path):
         with Store(path) as db:
-            runs = [r for r in db.runs() if r not in exclude]
-            return db.records(runs[-1:]) if runs else []
-    return load_one(path).records
+            runs = [r for r in db.runs() if exclude is None or r not in exclude.runs()]
+            searched = sorted({a.run_id for a in db.agentic()}
+                              - (exclude.runs() if exclude else set()))
+            return _Side(db.records(runs[-1:]) if runs else [],
+                         db.agentic(searched[-1:]) if searched else [])
+    loaded = load_one(path)
+    return _Side(loaded.records, loaded.agentic)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ..evals.compare import accuracy_section
-    from ..evals.publish import current_accuracy
-
     check_exists([args.base, args.new])
     for name in ("noise", "fail_on_regression"):
         if (getattr(args, name) or 0) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must not be negative")
-    new = _side(args.new, args.new_run, set())
-    base = _side(args.base, args.base_run, {r.run_id for r in new})
+    new = _side(args.new, args.new_run)
+    base = _side(args.base, args.base_run, new)
     noise = args.noise / 100
-    rows = compare(base, new, noise)
-    text, acc_regressions = accuracy_section(
-        [args.base], [args.new], {r.run_id for r in base}, {r.run_id for r in new},
-        current_accuracy())
-    print(markdown(rows, base, new, noise) + text, end="")
+    rows = compare(base.records, new.records, noise)
+    capacity = compare_agentic(base.agentic, new.agentic, noise)
+    text, acc_regressions = accuracy_section(evals_from([args.base], base.runs()),
+                                             evals_from([args.new], new.runs()),
+                                             current_accuracy())
+    print(markdown(rows, base.records, new.records, noise) + agentic_markdown(capacity) + text,
+          end="")
     if args.fail_on_regression is None:
         return 0
     bad = failures(rows, args.fail_on_regression / 100)
-    if bad or acc_regressions:
+    fewer = agentic_regressions(capacity, args.fail_on_regression / 100)
+    if bad or fewer or acc_regressions:
         print(f"infermatrix compare: {len(bad)} configurations worse by more than "
-              f"{args.fail_on_regression:g}% or now failing, {acc_regressions} accuracy "
-              "regressions", file=sys.stderr)
+              f"{args.fail_on_regression:g}% or now failing, {len(fewer)} SLO tiers with fewer "
+              f"agents, {acc_regressions} accuracy regressions", file=sys.stderr)
         return 1
     return 0
 

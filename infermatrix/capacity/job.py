@@ -1,5 +1,9 @@
 """Capacity jobs: an agentic workload's capacity search as the measurement of a job.
 
+capacity/ sits above launch/ (it may import it, not the other way round): the CLI layer hands
+this module to ``launch.cli.execute`` as ``args.capacity_jobs`` (``commands/run.py``,
+``commands/sweep.py``), which calls ``measure_capacity`` or ``run_virtual_capacity_job``.
+
 Against a server (real engine through any backend, or the simulated engine in real time) the
 search runs inside the one job lifecycle of ``launch/job.py`` — launch, readiness, GPU power
 sampling, drain between levels, teardown, manifest — as ``measure_capacity``. In virtual time
@@ -17,15 +21,15 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
+from ..launch.job import JobOutcome, Serving
+from ..launch.provenance import git_sha
 from ..plan.jobs import Job
-from .job import JobOutcome, Serving
-from .provenance import git_sha
 
 CAPACITY_FILE = "capacity.json"
 
 
 def _identity(cat: Catalog, job: Job, run_id: str, launcher: str, simulated: bool) -> dict[str, Any]:
-    from ..capacity.recipe import identity
+    from .recipe import identity
 
     return identity(cat, job.recipe, job.workload, simulated=simulated, launcher=launcher,
                     run_id=run_id, job_id=job.id, fingerprint=job.fingerprint,
@@ -37,6 +41,7 @@ def _record(job_dir: Path, manifest: dict[str, Any], doc: dict[str, Any],
     """Write the document; list its searched levels and its tiers in the manifest. A level
     past the capacity fails its tiers by design: it is measured (ok), and judged in the file."""
     write_json_atomic(job_dir / CAPACITY_FILE, doc)
+    manifest["levels"] = []  # one search is one measurement: a resumed job searches afresh
     for lv in doc["levels"]:
         manifest["levels"].append({"concurrency": lv["concurrency"], "status": "ok",
                                    "file": CAPACITY_FILE, "error": None,
@@ -52,12 +57,12 @@ def _record(job_dir: Path, manifest: dict[str, Any], doc: dict[str, Any],
 
 def measure_capacity(sv: Serving) -> None:
     """The job's capacity search against its serving deployment (``run_job``'s measurement)."""
-    from ..capacity.recipe import affinity_of, deployment_of
-    from ..capacity.run import Target, find_capacity_sync, settings_of
-    from ..capacity.sources import source_of
-    from ..capacity.tiers import tiers_from
     from ..client import BenchConfig
     from ..client.tokenizer import load_tokenizer
+    from .recipe import affinity_of, deployment_of
+    from .run import Target, find_capacity_sync, settings_of
+    from .sources import source_of
+    from .tiers import tiers_from
 
     job, cat, dep = sv.job, sv.cat, sv.deployment
     m = job.capacity
@@ -84,8 +89,8 @@ def run_virtual_capacity_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
                              log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
                              ) -> JobOutcome:
     """The job's capacity search in virtual time (no server), recorded as any job is."""
-    from ..capacity.virtual import virtual_capacity
-    from .virtual import LAUNCHER, run_in_virtual_time
+    from ..launch.virtual import LAUNCHER, run_in_virtual_time
+    from .virtual import virtual_capacity
 
     def search(job_dir: Path, manifest: dict[str, Any]) -> None:
         doc = virtual_capacity(cat, job.recipe, job.workload, measurement=job.capacity, log=log,
