@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 
@@ -67,6 +68,9 @@ def _run_guarded(fn: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("infermatrix: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `infermatrix plan ... | head`: the reader left; say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,21 +14,24 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .safety import Text
+
 TaskName = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 Score = Annotated[float, Field(ge=0, le=1)]
-PositiveInt = Annotated[int, Field(ge=1)]
+PositiveInt = Annotated[int, Field(ge=1, le=10**9)]
 # A concurrency level of the sweep entry, named by position or given as a number.
 LevelPick = Literal["min", "median", "max", "all"] | PositiveInt
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # as the catalog schema: a boolean is not a number, no inf/nan
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class TaskSettings(_Strict):
     """What can be tuned per run of one evaluation; None means "lm-eval's own default"."""
 
-    num_fewshot: Annotated[int, Field(ge=0)] | None = None
+    num_fewshot: Annotated[int, Field(ge=0, le=1000)] | None = None
     limit: PositiveInt | None = Field(default=None, description="samples per task; none: all")
     concurrency: PositiveInt | None = Field(
         default=None, description="requests in flight (lm-eval num_concurrent); none: the level's")
@@ -41,7 +44,7 @@ class EvalTask(TaskSettings):
 
     lm_eval_task: str = Field(min_length=1, description="task name lm-eval knows")
     metric: str = Field(min_length=1, description="key in lm-eval's results, e.g. exact_match,strict-match")
-    include_path: str | None = Field(
+    include_path: Text | None = Field(
         default=None, description="folder of custom lm-eval task YAMLs (relative: to the catalog root)")
     timeout_minutes: PositiveInt = 60
 
@@ -91,7 +94,7 @@ class Thresholds(_Strict):
 class AccuracyConfig(_Strict):
     """matrix/accuracy.yaml."""
 
-    freshness_days: Annotated[float, Field(gt=0)] = 14
+    freshness_days: Annotated[float, Field(gt=0, le=3650)] = 14
     tasks: dict[TaskName, EvalTask] = Field(min_length=1)
     default_tasks: list[TaskName] = Field(min_length=1)
     thresholds: Thresholds = Field(default_factory=Thresholds)

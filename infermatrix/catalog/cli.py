@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 
 from ..errors import UsageError
-from .loader import HARDWARE_FILE, catalog_files, default_root, load_catalog
+from .loader import (
+    HARDWARE_FILE,
+    catalog_files,
+    check_root,
+    default_root,
+    load_catalog,
+    yaml_files,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +30,8 @@ def files_to_check(root: Path, paths: list[Path]) -> list[Path]:
             if (path / HARDWARE_FILE).is_file():  # a whole other catalog
                 extra.extend(catalog_files(path))
             else:
-                extra.extend(sorted(p for p in path.rglob("*") if p.suffix in {".yaml", ".yml"}))
-        elif path.is_file():
+                extra.extend(yaml_files(path))
+        elif path.exists():  # a file (or something the loader reports as not one)
             extra.append(path)
         else:
             raise UsageError(f"{path}: no such file or folder")
@@ -37,6 +44,7 @@ def files_to_check(root: Path, paths: list[Path]) -> list[Path]:
 
 def main(args: argparse.Namespace) -> int:
     root = (args.root or default_root()).resolve()
+    check_root(root)
     files = files_to_check(root, args.paths)
     cat = load_catalog(root, files)
     print(f"ok: {len(cat.recipes)} recipes, {len(cat.models)} models, {len(cat.hardware)} hardware, "

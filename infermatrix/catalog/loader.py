@@ -8,6 +8,9 @@ A recipe's id is its path under benchmarks/ without the suffix: ``llama-3.1-70b/
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .safety import UnsafeValue, safe_id
 from .schema import (
     Fleet,
     Hardware,
@@ -186,6 +190,10 @@ def _load_family(
                                         f"in point {point}"))
             continue
         vid = f"{rid}/{instantiate(family.name, point)}"
+        bad = unsafe_recipe_id(vid)
+        if bad:
+            problems.append(doc.problem(("family", "name"), bad))
+            continue
         try:
             entry = Recipe.model_validate(instantiate(template, point))
         except ValidationError as exc:
@@ -211,6 +219,16 @@ def recipe_id(path: Path, recipes_dir: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
+def unsafe_recipe_id(rid: str) -> str | None:
+    """Why a recipe id (its path under benchmarks/) cannot name files, or None."""
+    try:
+        for part in rid.split("/"):
+            safe_id(part, "recipe id part")
+    except UnsafeValue as exc:
+        return f"recipe id {rid!r}: {exc}"
+    return None
+
+
 def classify(path: Path) -> str:
     """Which kind of catalog file a path holds, from its name and folder."""
     parts = path.resolve().parts
@@ -227,17 +245,64 @@ def classify(path: Path) -> str:
     return "recipe"
 
 
-def _yaml_files(directory: Path) -> list[Path]:
+def _symlink_loop(path: Path) -> Problem:
+    return Problem(str(path), 0, "", "symlink loop (a link that leads back to itself or to a "
+                   "folder above it)")
+
+
+def yaml_files(directory: Path) -> list[Path]:
+    """Every .yaml/.yml file below ``directory``, in order, following symlinks once: a link
+    back into its own ancestry (or to itself) is a CatalogError, never a hang."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.rglob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+    found: list[Path] = []
+    problems: list[Problem] = []
+    stack: list[tuple[Path, frozenset[tuple[int, int]]]] = []
+    top = directory.stat()
+    stack.append((directory, frozenset({(top.st_dev, top.st_ino)})))
+    while stack:
+        folder, ancestors = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Problem(str(folder), 0, "", f"cannot read folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                st = entry.stat()  # follows the link
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    problems.append(_symlink_loop(path))
+                continue  # a dangling link: nothing to read
+            if stat.S_ISDIR(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if key in ancestors:
+                    problems.append(_symlink_loop(path))
+                else:
+                    stack.append((path, ancestors | {key}))
+            elif path.suffix in {".yaml", ".yml"}:
+                found.append(path)
+    if problems:
+        raise CatalogError(problems)
+    return sorted(found)
 
 
 def catalog_files(root: Path) -> list[Path]:
+    """The catalog's files; a named file that is not a regular file (a folder, say) is listed
+    so the loader reports it."""
     files = [root / HARDWARE_FILE, root / MODELS_FILE, root / WORKLOADS_FILE, root / FLEETS_FILE]
-    return [f for f in files if f.is_file()] + _yaml_files(root / SWEEPS_DIR) + _yaml_files(
+    return [f for f in files if f.exists()] + yaml_files(root / SWEEPS_DIR) + yaml_files(
         root / RECIPES_DIR
     )
+
+
+def check_root(root: Path) -> None:
+    """A missing or empty catalog root is a mistake (a typo in --root), not an empty catalog."""
+    if not root.is_dir():
+        raise CatalogError([Problem(str(root), 0, "", "catalog root: no such folder")])
+    if not (root / HARDWARE_FILE).exists():
+        raise CatalogError([Problem(str(root), 0, "", f"not a catalog root: no {HARDWARE_FILE}")])
 
 
 def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) -> Catalog:
@@ -251,6 +316,8 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
     root = (root or default_root()).resolve()
     cat = Catalog(root=root)
     problems: list[Problem] = []
+    if files is None:
+        check_root(root)
     paths = list(files) if files is not None else catalog_files(root)
     mappings = {
         "hardware": (Hardware, cat.hardware),
@@ -267,6 +334,10 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
             _load_one(path, root, Sweep, "sweep", path.stem, cat, cat.sweeps, problems)
         else:
             rid = recipe_id(path, root / RECIPES_DIR)
+            bad = unsafe_recipe_id(rid)
+            if bad:  # the id names job folders and SLURM jobs: no odd characters
+                problems.append(Problem(_display(path, root), 0, "", bad))
+                continue
             if _load_family(path, root, rid, cat, problems):
                 continue
             _load_one(path, root, Recipe, "recipe", rid, cat, cat.recipes, problems)

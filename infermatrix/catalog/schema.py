@@ -24,9 +24,23 @@ from pydantic import (
 
 from .accuracy import EvalPolicy
 from .distributions import check_distribution
+from .safety import EnvName, Host, NodeList, SlurmArg, SlurmName, Text, UserName, no_controls
 
-Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
-PositiveInt = Annotated[int, Field(ge=1)]
+Name = Annotated[str, Field(min_length=1, max_length=200,
+                            pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
+# Bounds on what a benchmark can use: beyond them a value is a typo (or an attack), and
+# arithmetic on it (prompt counts, time-outs) would overflow or run for ever.
+MAX_COUNT = 10**9  # model dimensions, bytes per token, prompt counts
+MAX_TOKENS = 1 << 24  # sequence lengths and context windows (16.7M tokens)
+MAX_CONCURRENCY = 1 << 20  # concurrent requests per level
+MAX_GPUS = 1 << 16  # parallel degrees, instances, GPUs and nodes of a fleet
+MAX_PER_CONCURRENCY = 10_000  # prompts or warm-ups per unit of concurrency
+MAX_FIGURE = 1e12  # any physical figure (GB, TB/s, TFLOP/s, W, $/h, tokens/s)
+MAX_SECONDS = 7 * 24 * 3600.0  # durations and delays
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+Figure = Annotated[float, Field(gt=0, le=MAX_FIGURE)]
 Dtype = Literal["bf16", "fp16", "fp8", "fp4", "int8"]
 
 # Precision name -> (dtype the matmuls run in, bytes per weight parameter incl. block scales).
@@ -53,7 +67,9 @@ PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a boolean is not a number (concurrency: true is not 1) and numbers are not text;
+    # no inf/nan anywhere
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- hardware, models
@@ -64,18 +80,18 @@ class Hardware(Strict):
 
     vendor: Literal["nvidia", "amd", "huawei", "cpu"]
     display_name: str
-    memory_gb: Annotated[float, Field(gt=0)]
-    hbm_tbps: Annotated[float, Field(gt=0)]
-    tflops: dict[Dtype, Annotated[float, Field(gt=0)]]
-    gpus_per_node: PositiveInt
-    scale_up_domain: PositiveInt = Field(
+    memory_gb: Figure
+    hbm_tbps: Figure
+    tflops: dict[Dtype, Figure]
+    gpus_per_node: Degree
+    scale_up_domain: Degree = Field(
         description="GPUs that share the scale-up fabric (8 on an HGX node, 72 on an NVL72 rack)"
     )
-    scale_up_gbps: Annotated[float, Field(gt=0)] = Field(
+    scale_up_gbps: Figure = Field(
         description="per-GPU unidirectional scale-up bandwidth, GB/s"
     )
-    tdp_w: Annotated[float, Field(gt=0)]
-    usd_per_gpu_hour: Annotated[float, Field(gt=0)]
+    tdp_w: Figure
+    usd_per_gpu_hour: Figure
 
     @field_validator("tflops")
     @classmethod
@@ -90,8 +106,8 @@ class Model(Strict):
 
     hf_id: str
     display_name: str
-    total_params_b: Annotated[float, Field(gt=0)]
-    active_params_b: Annotated[float, Field(gt=0)]
+    total_params_b: Figure
+    active_params_b: Figure
     layers: PositiveInt
     hidden_size: PositiveInt
     attention_heads: PositiveInt
@@ -100,9 +116,9 @@ class Model(Strict):
     kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
         description="KV-cache bytes per token summed over all layers, per KV dtype"
     )
-    max_context: PositiveInt
-    moe_experts: int = 0
-    moe_active_experts: int = 0
+    max_context: Tokens
+    moe_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0
+    moe_active_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0
 
     @model_validator(mode="after")
     def _active_le_total(self) -> Model:
@@ -126,11 +142,11 @@ class Parallel(Strict):
     enable_attention_dp always means that).
     """
 
-    tp: PositiveInt = 1
-    pp: PositiveInt = 1
-    dp: PositiveInt = 1
-    ep: PositiveInt = 1
-    cp: PositiveInt = 1
+    tp: Degree = 1
+    pp: Degree = 1
+    dp: Degree = 1
+    ep: Degree = 1
+    cp: Degree = 1
     attention_dp: bool = False
 
     @model_validator(mode="before")
@@ -163,8 +179,8 @@ class SpecDecode(Strict):
     SGLang --speculative-num-steps with top-k 1)."""
 
     method: Literal["mtp", "eagle", "eagle3", "nextn", "ngram", "draft"]
-    draft_tokens: PositiveInt
-    topk: PositiveInt = 1
+    draft_tokens: Annotated[int, Field(ge=1, le=1024)]
+    topk: Annotated[int, Field(ge=1, le=1024)] = 1
     acceptance_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
         default=None, description="expected fraction of draft tokens accepted (used by the sim)"
     )
@@ -182,7 +198,7 @@ class Pool(Strict):
     """
 
     role: Literal["both", "prefill", "decode"] = "both"
-    instances: PositiveInt = 1
+    instances: Degree = 1
     parallel: Parallel = Parallel()
     args: dict[str, ArgValue] = Field(default_factory=dict)
     config: dict[str, ArgValue] = Field(
@@ -303,7 +319,7 @@ class Recipe(Strict):
         default_factory=dict,
         description="values for ${NAME} placeholders; MODEL, PORT, HOST and CONC are bound at run time",
     )
-    max_model_len: PositiveInt | None = None
+    max_model_len: Tokens | None = None
     tags: list[str] = Field(default_factory=list)
     source: Source
 
@@ -399,10 +415,10 @@ class SloTierSpec(Strict):
     """One SLO tier of an agentic workload: the fields of ``capacity.tiers.SloTier``."""
 
     name: Name
-    min_output_speed: Annotated[float, Field(gt=0)] = Field(
+    min_output_speed: Figure = Field(
         description="P25 per-request output speed floor, tokens/s"
     )
-    max_ttft_s: Annotated[float, Field(gt=0)] = Field(description="P95 TTFT ceiling, seconds")
+    max_ttft_s: Figure = Field(description="P95 TTFT ceiling, seconds")
 
 
 # What a synthetic session source draws (client.session_sources.SyntheticSpec's fields).
@@ -427,14 +443,14 @@ class AgenticSessions(Strict):
         description="synthetic: sessions (a count), turns, system_prompt_tokens, user_tokens, "
         "output_tokens, tool_delay_s (see docs/agentic.md); unnamed ones keep the client's defaults",
     )
-    duration_s: Annotated[float, Field(gt=0)] | None = Field(
+    duration_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None = Field(
         default=None, description="measured seconds per level")
-    warmup_s: Annotated[float, Field(ge=0)] | None = Field(
+    warmup_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = Field(
         default=None, description="unmeasured seconds per level")
-    tool_delay_s: Annotated[float, Field(ge=0)] | None = Field(
+    tool_delay_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = Field(
         default=None, description="mooncake: seconds between turns (the trace has none)")
     mid_session: bool = Field(default=True, description="warm-up lanes start mid-session")
-    max_context_tokens: PositiveInt | None = Field(
+    max_context_tokens: Tokens | None = Field(
         default=None, description="a session ends before its context would pass this")
 
     @field_validator("path")
@@ -452,8 +468,9 @@ class AgenticSessions(Strict):
             raise ValueError(f"distributions are for synthetic sessions, not {source}")
         count = v.get("sessions")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int)
-                                  or count < 1):
-            raise ValueError("sessions is a count of distinct sessions: a positive integer")
+                                  or not 1 <= count <= MAX_COUNT):
+            raise ValueError("sessions is a count of distinct sessions: a positive integer "
+                             f"up to {MAX_COUNT}")
         return v
 
     @field_validator("tool_delay_s")
@@ -486,18 +503,18 @@ class Workload(Strict):
 
     kind: Literal["fixed", "agentic"] = "fixed"
     description: str = ""
-    isl: PositiveInt | None = Field(
+    isl: Tokens | None = Field(
         default=None, validate_default=True,
         description="input tokens (agentic: optional nominal label, e.g. the mean context)")
-    osl: PositiveInt | None = Field(
+    osl: Tokens | None = Field(
         default=None, validate_default=True,
         description="output tokens (agentic: optional nominal label, e.g. the median answer)")
     range_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
         default=1.0, description="lengths drawn uniformly in [range_ratio × L, L]"
     )
-    prompts_per_concurrency: Annotated[float, Field(gt=0)] = 10
+    prompts_per_concurrency: Annotated[float, Field(gt=0, le=MAX_PER_CONCURRENCY)] = 10
     min_prompts: PositiveInt = 1
-    warmups_per_concurrency: Annotated[float, Field(ge=0)] = 0
+    warmups_per_concurrency: Annotated[float, Field(ge=0, le=MAX_PER_CONCURRENCY)] = 0
     ignore_eos: bool = True
     endpoint: Literal["completions", "chat"] = "completions"
     flush_cache_between_levels: bool = False
@@ -585,7 +602,7 @@ class SweepEntry(Strict):
     exclude_tags: list[str] = Field(default_factory=list,
                                     description="leave out recipes with any of these tags")
     workloads: list[Name] = Field(min_length=1)
-    concurrency: list[PositiveInt] = Field(
+    concurrency: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         default_factory=list, description="levels of the fixed workloads (agentic ones search)")
     runners: list[str] | None = Field(
         default=None, description="runner labels; default: the first fleet with the recipe's hardware"
@@ -612,36 +629,59 @@ class Sweep(Strict):
 
 
 class Fleet(Strict):
-    """A pool of self-hosted runners that share one label and one kind of cluster."""
+    """A pool of self-hosted runners that share one label and one kind of cluster.
+
+    Its values reach #SBATCH lines, ssh command lines and paths: each has a pattern (or at
+    least no control character), checked here so no fleet can inject a command."""
 
     hardware: Name
     kind: Literal["docker", "slurm", "ssh", "local"]
-    gpus_per_node: PositiveInt
-    nodes: PositiveInt = 1
-    partition: str | None = None
-    account: str | None = None
-    model_cache: str | None = None
-    mounts: dict[str, str] = Field(default_factory=dict)
-    env: dict[str, Scalar] = Field(default_factory=dict)
-    exclude_nodes: list[str] = Field(default_factory=list)
-    hosts: list[str] = Field(default_factory=list)
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024)]
+    nodes: Degree = 1
+    partition: SlurmName | None = None
+    account: SlurmName | None = None
+    model_cache: Text | None = None
+    mounts: dict[Text, Text] = Field(default_factory=dict)
+    env: dict[EnvName, Scalar] = Field(default_factory=dict)
+    exclude_nodes: list[NodeList] = Field(default_factory=list)
+    hosts: list[Host] = Field(default_factory=list)
     # How `infermatrix run` starts processes here (launch/): all optional, facts of the fleet.
-    model_dir: str | None = Field(
+    model_dir: Text | None = Field(
         default=None, description="folder of checkpoints as plain directories: ${MODEL} is "
         "model_dir/<checkpoint>; unset: ${MODEL} is the HF id (resolved through the HF cache)")
-    commands: dict[str, list[str]] = Field(
+    commands: dict[Text, list[Text]] = Field(
         default_factory=dict, description="argv prefixes replaced on this fleet, e.g. 'vllm serve' "
         "-> a CPU build's module entry point; tokens starting with ./ are relative to the repo")
-    container_image: dict[str, str] = Field(
+    container_image: dict[Text, Text] = Field(
         default_factory=dict, description="engine image -> image to run instead (a local mirror, "
         "or a squashfs file for Pyxis/enroot)")
-    slurm_args: list[str] = Field(
+    slurm_args: list[SlurmArg] = Field(
         default_factory=list, description="extra salloc/sbatch options (--qos=..., --reservation=...)")
-    time_limit_minutes: PositiveInt | None = Field(
+    time_limit_minutes: Annotated[int, Field(ge=1, le=int(MAX_SECONDS) // 60)] | None = Field(
         default=None, description="SLURM allocation time limit (default: the job's time-out)")
-    ssh_user: str | None = None
-    workdir: str | None = Field(
+    ssh_user: UserName | None = None
+    workdir: Text | None = Field(
         default=None, description="ssh fleets: shared folder on the hosts for logs and files")
+
+    @field_validator("env")
+    @classmethod
+    def _env_values(cls, v: dict[str, Scalar]) -> dict[str, Scalar]:
+        return no_controls(v, "env value")
+
+    @model_validator(mode="after")
+    def _fields_fit_the_kind(self) -> Fleet:
+        """What launching would otherwise find out on the cluster, or silently ignore."""
+        if self.kind == "ssh" and len(self.hosts) < self.nodes:
+            raise ValueError(f"an ssh fleet lists its hosts: {self.nodes} nodes, "
+                             f"{len(self.hosts)} hosts")
+        slurm_only = [n for n in ("partition", "account", "slurm_args", "exclude_nodes",
+                                  "time_limit_minutes") if getattr(self, n)]
+        if self.kind != "slurm" and slurm_only:
+            raise ValueError(f"{', '.join(slurm_only)}: only for kind: slurm")
+        ssh_only = [n for n in ("hosts", "ssh_user", "workdir") if getattr(self, n)]
+        if self.kind != "ssh" and ssh_only:
+            raise ValueError(f"{', '.join(ssh_only)}: only for kind: ssh")
+        return self
 
     @property
     def gpus(self) -> int:

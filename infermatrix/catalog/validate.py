@@ -94,6 +94,7 @@ def entry_recipes(cat: Catalog, entry: SweepEntry) -> list[str]:
 
 def _sweep_problems(cat: Catalog) -> list[Problem]:
     out = []
+    broken_fleets = any(kind == "fleet" for kind, _ in cat.broken)
     for name, sweep in cat.sweeps.items():
         origin = cat.origin("sweep", name)
         for i, entry in enumerate(sweep.entries):
@@ -110,7 +111,7 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
                     out.append(origin.problem((*loc, "concurrency"), f"workload {wl!r} is fixed: "
                                               "the entry needs its concurrency levels"))
             for j, label in enumerate(entry.runners or []):
-                if label != "*" and label not in cat.fleets:
+                if label != "*" and label not in cat.fleets and ("fleet", label) not in cat.broken:
                     out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))
             # An exact recipe id that no fleet can run is a mistake; a glob may match some
             # recipes that this fleet set cannot run, and the planner leaves those out.
@@ -120,6 +121,8 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
                     continue
                 labels = [r for r in entry.runners or ["*"] if r == "*" or r in cat.fleets]
                 candidates = list(cat.fleets) if "*" in labels else labels
+                if broken_fleets:
+                    continue  # one of them might: its own problem is reported already
                 if not any(fleet_fits(cat, recipe, lb) is None for lb in candidates):
                     out.append(origin.problem((*loc, "recipes"), f"no runner fleet can run {rid} "
                                               f"({recipe.total_gpus} {recipe.hardware} GPUs)"))

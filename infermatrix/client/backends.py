@@ -129,5 +129,11 @@ def error_message(obj: Any) -> str:
     return json.dumps(obj)[:300]
 
 
+# A token count no request can have: a server reporting more is not believed (the output is
+# re-tokenized instead), so sums and rates stay finite and the level's result is written.
+MAX_USAGE_TOKENS = 2**40
+
+
 def _int_or_none(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_USAGE_TOKENS
+    return v if ok else None

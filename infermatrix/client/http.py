@@ -33,8 +33,13 @@ class HTTPError(Exception):
         self.kind = kind
 
 
+_HEX = b"0123456789abcdefABCDEF"
+_LINE_LIMIT = 4096  # a chunk-size or trailer line longer than this is not HTTP
+
+
 class _Chunked:
-    """Incremental Transfer-Encoding: chunked decoder."""
+    """Incremental Transfer-Encoding: chunked decoder. ``feed`` returns the body bytes a read
+    carried, joined: every piece of one read has the same receive stamp."""
 
     __slots__ = ("_buf", "_left", "_state", "done")
 
@@ -44,44 +49,66 @@ class _Chunked:
         self._state = 0  # 0 size line, 1 data, 2 CRLF after data, 3 trailers
         self.done = False
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes) -> bytes:
+        if not self._state and not self._buf:
+            # The usual read on a streaming connection: exactly one whole chunk (one event).
+            i = data.find(b"\r\n", 0, 18)
+            if i > 0 and not data[:i].strip(_HEX):
+                end = i + 2 + int(data[:i], 16)
+                if end > i + 2 and len(data) == end + 2 and data.endswith(b"\r\n"):
+                    return data[i + 2 : end]
         buf = self._buf + data if self._buf else data
         out: list[bytes] = []
         pos, n = 0, len(buf)
-        while pos < n and not self.done:
-            st = self._state
-            if st == 1:
-                take = min(self._left, n - pos)
-                out.append(buf[pos : pos + take])
-                pos += take
-                self._left -= take
-                if not self._left:
-                    self._state = 2
-            elif st == 0:
+        state, left = self._state, self._left
+        while pos < n:
+            if state == 1:  # chunk data
+                end = pos + left
+                if end >= n:
+                    out.append(buf[pos:])
+                    left = end - n
+                    pos = n
+                    if not left:
+                        state = 2
+                    break
+                out.append(buf[pos:end])
+                pos, state = end, 2
+            elif state == 0:  # chunk-size line
                 i = buf.find(b"\r\n", pos)
                 if i < 0:
                     break
-                try:
-                    size = int(buf[pos:i].split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise HTTPError(
-                        "bad_response", f"bad chunk size line {buf[pos:i][:40]!r}"
-                    ) from None
+                digits = buf[pos:i]
+                if not digits or digits.strip(_HEX) or len(digits) > 16:  # extension, or bad
+                    digits = digits.split(b";", 1)[0].strip()
+                    if not digits or digits.strip(_HEX) or len(digits) > 16:
+                        raise HTTPError("bad_response", f"bad chunk size line {digits[:40]!r}")
+                left = int(digits, 16)
                 pos = i + 2
-                self._left, self._state = size, (1 if size else 3)
-            elif st == 2:
+                end = pos + left
+                if left and end + 2 <= n:  # the whole chunk and its CRLF are here: take it
+                    out.append(buf[pos:end])
+                    pos = end + 2
+                    continue
+                state = 1 if left else 3
+            elif state == 2:  # the CRLF after chunk data
                 if n - pos < 2:
                     break
                 pos += 2
-                self._state = 0
-            else:  # trailers end with an empty line
+                state = 0
+            else:  # trailers, ended by an empty line
                 i = buf.find(b"\r\n", pos)
                 if i < 0:
                     break
-                self.done = i == pos
+                if i == pos:
+                    self.done = True
+                    pos = n  # nothing may follow the body on this exchange
+                    break
                 pos = i + 2
+        self._state, self._left = state, left
         self._buf = buf[pos:]
-        return out
+        if len(self._buf) > _LINE_LIMIT:
+            raise HTTPError("bad_response", "chunk-size or trailer line too long")
+        return out[0] if len(out) == 1 else b"".join(out)
 
 
 class Response:
@@ -104,9 +131,9 @@ class Response:
         self.complete = False  # body fully framed (connection reusable)
 
     def feed(self, data: bytes, t: float) -> None:
-        self.received_any = True
         self.last_rx = t
         if self.sink is None:
+            self.received_any = True
             self._head += data
             end = self._head.find(b"\r\n\r\n")
             if end < 0:
@@ -121,10 +148,12 @@ class Response:
                 if data:
                     self.feed(data, t)
                 return
-        if self._chunked is not None:
-            for piece in self._chunked.feed(data):
-                self.sink(piece, t)  # type: ignore[misc]
-            if self._chunked.done:
+        chunked = self._chunked
+        if chunked is not None:
+            body = chunked.feed(data)
+            if body:
+                self.sink(body, t)  # type: ignore[misc]
+            if chunked.done:
                 self._finish()
         elif self._length is not None:
             take = data[: self._length]
@@ -222,6 +251,7 @@ class _Conn(asyncio.Protocol):
             and resp._chunked is None
             and resp._length is None
         ):
+            resp.last_rx = perf_counter()  # when the body was known complete
             resp._finish()  # read-until-close body ended normally
             self.resp = None
         return False
@@ -413,11 +443,15 @@ def _key(url: str) -> tuple[str, str, int]:
     return scheme, u.hostname or "127.0.0.1", u.port or (443 if scheme == "https" else 80)
 
 
-def collector(buf: bytearray, limit: int = 1 << 20) -> BodySink:
-    """A sink that keeps up to ``limit`` body bytes in ``buf`` (small JSON / error bodies)."""
+def collector(buf: bytearray, limit: int = 1 << 20, strict: bool = False) -> BodySink:
+    """A sink that keeps up to ``limit`` body bytes in ``buf`` (small JSON / error bodies).
+    Beyond the limit the rest is dropped, or with ``strict`` the response fails."""
 
     def sink(data: bytes, t: float) -> None:
-        if len(buf) < limit:
-            buf.extend(data[: limit - len(buf)])
+        if len(buf) + len(data) > limit:
+            if strict:
+                raise HTTPError("response_too_large", f"response body larger than {limit} bytes")
+            data = data[: limit - len(buf)]
+        buf.extend(data)
 
     return sink

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .records import RequestRecord
 from .tokenizer import Tokenizer
 
@@ -28,9 +30,11 @@ class Derived:
     retokenized: int
     from_usage: bool
     tpot: float | None
-    itl: list[float] = field(default_factory=list)
-    itl_per_token: list[float] = field(default_factory=list)
-    event_tokens: list[int] = field(default_factory=list)
+    # numpy arrays: a long response has one entry per token, and Python lists of millions of
+    # floats made the statistics the slowest part of a virtual-time sweep
+    itl: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    itl_per_token: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    event_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def mismatch(self) -> bool:
@@ -44,22 +48,22 @@ class Derived:
 def derive(rec: RequestRecord, tok: Tokenizer, retokenized: int | None = None) -> Derived:
     """Per-request metrics of a successful record. ``retokenized`` (the re-tokenized length of
     the generated text) may be passed in when computed in a batch."""
-    times = rec.event_times
-    ttft = times[0] - rec.start
-    e2el = times[-1] - rec.start
+    times = np.asarray(rec.event_times, dtype=np.float64)
+    ttft = float(times[0]) - rec.start
+    e2el = float(times[-1]) - rec.start
     retok = tok.count(rec.generated_text) if retokenized is None else retokenized
     from_usage = rec.usage_completion_tokens is not None and rec.usage_completion_tokens > 0
     out = rec.usage_completion_tokens if from_usage else retok
     assert out is not None
-    if out == len(times):
-        event_tokens = [1] * out  # one token per event: nothing to tokenize
-    else:
-        event_tokens = [max(1, n) for n in tok.count_many(rec.event_texts)]
     tpot = (e2el - ttft) / (out - 1) if out > 1 else None
-    itl = [b - a for a, b in zip(times, times[1:], strict=False)]
-    per_token = []
-    for gap, k in zip(itl, event_tokens[1:], strict=True):
-        per_token.extend([gap / k] * k)
+    itl = np.diff(times)
+    if out == len(times):  # one token per event: nothing to tokenize
+        event_tokens = np.ones(out, dtype=np.int64)
+        per_token = itl
+    else:
+        event_tokens = np.maximum(1, np.asarray(tok.count_many(rec.event_texts), dtype=np.int64))
+        k = event_tokens[1:]
+        per_token = np.repeat(itl / k, k)  # a gap is shared by the tokens of its event
     return Derived(ttft, e2el, out, retok, from_usage, tpot, itl, per_token, event_tokens)
 
 
@@ -82,13 +86,15 @@ def stats_ms(
 ) -> dict[str, float | None]:
     """mean/median/std/pNN of ``xs_s`` (seconds) as ``*_{name}_ms`` keys; None when empty."""
     out: dict[str, float | None] = {}
-    xs = sorted(x * 1000.0 for x in xs_s)
-    out[f"mean_{name}_ms"] = statistics.fmean(xs) if xs else None
-    out[f"median_{name}_ms"] = percentile(xs, 50) if xs else None
-    out[f"std_{name}_ms"] = statistics.pstdev(xs) if xs else None
-    if with_pcts:
-        for p in percentiles:
-            out[f"{pct_key(p)}_{name}_ms"] = percentile(xs, p) if xs else None
+    xs = np.asarray(xs_s, dtype=np.float64) * 1000.0
+    pcts = list(percentiles) if with_pcts else []
+    # numpy's default percentile is the linear interpolation of ``percentile`` above
+    values = np.percentile(xs, [50, *pcts]).tolist() if xs.size else [None] * (1 + len(pcts))
+    out[f"mean_{name}_ms"] = float(xs.mean()) if xs.size else None
+    out[f"median_{name}_ms"] = values[0]
+    out[f"std_{name}_ms"] = float(xs.std()) if xs.size else None
+    for p, v in zip(pcts, values[1:], strict=True):
+        out[f"{pct_key(p)}_{name}_ms"] = v
     return out
 
 
@@ -123,11 +129,14 @@ def concurrency(records: Sequence[RequestRecord], duration: float) -> tuple[floa
 
 def peak_output_rate(pairs: Sequence[tuple[RequestRecord, Derived]], t0: float) -> float:
     """Largest number of output tokens received in any 1-second bucket since t0."""
-    buckets: Counter[int] = Counter()
-    for rec, d in pairs:
-        for t, k in zip(rec.event_times, d.event_tokens, strict=True):
-            buckets[int(t - t0)] += k
-    return float(max(buckets.values())) if buckets else 0.0
+    if not pairs:
+        return 0.0
+    times = np.concatenate([np.asarray(rec.event_times, dtype=np.float64) for rec, _ in pairs])
+    tokens = np.concatenate([d.event_tokens for _, d in pairs])
+    buckets = (times - t0).astype(np.int64)  # as int(): toward zero
+    buckets -= buckets.min()
+    weights = tokens if (tokens != 1).any() else None  # one token per event: count events
+    return float(np.bincount(buckets, weights=weights).max())
 
 
 def compute(
@@ -138,11 +147,16 @@ def compute(
     percentiles: Sequence[float],
     pct_metrics: Sequence[str],
     goodput: dict[str, float],
+    retokenized: Sequence[int] | None = None,
 ) -> dict[str, Any]:
+    """The level's metrics. ``retokenized``: the re-tokenized output length of each successful
+    record, in order, when the caller knows it without tokenizing (the simulated engine's text
+    is one word per token)."""
     duration = t_end - t0
     ok = [r for r in records if r.ok]
     failed = [r for r in records if not r.ok]
-    retok = tok.count_many([r.generated_text for r in ok])  # one batch: fast with `tokenizers`
+    retok = (tok.count_many([r.generated_text for r in ok])  # one batch: fast with `tokenizers`
+             if retokenized is None else retokenized)
     pairs = [(r, derive(r, tok, n)) for r, n in zip(ok, retok, strict=True)]
     ds = [d for _, d in pairs]
     total_in = sum(r.prompt_len for r in ok)
@@ -172,19 +186,23 @@ def compute(
     series = {
         "ttft": [d.ttft for d in ds],
         "tpot": [d.tpot for d in ds if d.tpot is not None],
-        "itl": [x for d in ds for x in d.itl],
+        "itl": _joined([d.itl for d in ds]),
         "e2el": [d.e2el for d in ds],
     }
     for name, xs in series.items():
         res.update(stats_ms(name, xs, percentiles, with_pcts=name in pct_metrics))
-    res.update(
-        stats_ms(
-            "itl_per_token",
-            [x for d in ds for x in d.itl_per_token],
-            percentiles,
-            with_pcts="itl" in pct_metrics,
+    if all(d.itl_per_token is d.itl for d in ds):  # one token per event: the same series
+        res.update({k.replace("_itl_ms", "_itl_per_token_ms"): v for k, v in res.items()
+                    if k.endswith("_itl_ms")})
+    else:
+        res.update(
+            stats_ms(
+                "itl_per_token",
+                _joined([d.itl_per_token for d in ds]),
+                percentiles,
+                with_pcts="itl" in pct_metrics,
+            )
         )
-    )
     med_tpot = res["median_tpot_ms"]
     res["interactivity"] = 1000.0 / med_tpot if med_tpot else None  # tok/s/user
     speeds = sorted(d.output_tokens / (d.e2el - d.ttft) for d in ds if d.e2el > d.ttft)
@@ -198,7 +216,13 @@ def compute(
     res["mean_concurrency"] = mean_c
     res["max_concurrent_requests"] = max_c
     res["max_output_tokens_per_s"] = peak_output_rate(pairs, t0)
+    # malformed SSE events (not UTF-8 or not JSON); each fails its request ("bad_event")
+    res["bad_events"] = sum(r.bad_events for r in records)
     return res
+
+
+def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0)
 
 
 def _goodput(ds: Sequence[Derived], slo_ms: dict[str, float], duration: float) -> float:
@@ -230,7 +254,7 @@ def per_request_details(records: Sequence[RequestRecord], tok: Tokenizer) -> dic
         out["input_lens"].append(r.prompt_len)
         out["output_lens"].append(d.output_tokens if d else 0)
         out["ttfts"].append(d.ttft if d else None)
-        out["itls"].append(d.itl if d else [])
+        out["itls"].append(d.itl.tolist() if d else [])
         out["generated_texts"].append(r.generated_text)
         out["errors"].append(r.error_detail if r.error else "")
         out["schedule_lags"].append(r.dispatched - r.deadline)

@@ -40,7 +40,7 @@ class RequestRecord:
     error_detail: str = ""
     response_id: str | None = None
     done_seen: bool = False  # the stream ended with [DONE]
-    bad_events: int = 0  # events that were not JSON
+    bad_events: int = 0  # malformed events (not UTF-8 or not JSON): the request failed
 
     @property
     def ok(self) -> bool:

@@ -1,8 +1,9 @@
 """One streamed request: send, read SSE, stamp every text-carrying event, classify failures.
 
-This is the hot path. Events are stamped with the time the event loop delivered their bytes
-(http.py) and decoded in the same callback; no tokenization, no formatting. Everything else
-is computed after the run."""
+This is the hot path. Each piece of body is stamped with the time the event loop delivered it
+(http.py) and stored; event boundaries, JSON and accounting are done in bulk, off the receive
+path (sse.py, :meth:`_Exchange._drain`). A malformed event (not UTF-8, not JSON), an in-stream
+error or an oversized line or response fails the request with its reason. No tokenization, no formatting: everything else is computed after the run."""
 
 from __future__ import annotations
 
@@ -10,14 +11,20 @@ import asyncio
 import json
 import os
 from time import perf_counter
+from typing import Any
 
 from .backends import decode_chunk, decode_full_response, error_message
 from .config import Timeouts
 from .http import BodySink, HTTPClient, HTTPError, Response, collector
 from .records import RequestRecord
-from .sse import SSEParser
+from .sse import SSEParser, Stamped
 
 _ERROR_BODY_LIMIT = 2000
+DRAIN_PIECES = 8  # parse a stream's pending pieces in batches of this many reads
+DRAIN_BYTES = 64 << 10  # ... and at once when this much body is pending
+EVENT_LIMIT = 16 << 20  # an SSE line or event longer than this fails the request
+RESPONSE_LIMIT = 256 << 20  # so does a response body larger than this
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 def make_client(timeouts: Timeouts) -> HTTPClient:
@@ -31,17 +38,44 @@ def make_client(timeouts: Timeouts) -> HTTPClient:
 
 
 class _Exchange:
-    """Routes one response's body: SSE events into the record, or a small body to keep."""
+    """Routes one response's body: SSE pieces into the record, or a small body to keep.
 
-    __slots__ = ("body", "parser", "rec", "resp", "texts", "times")
+    The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
+    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces, scheduled after the reads the loop
+    has already taken in (so it never delays their stamps, and no backlog is left for the end of
+    the answer, when the next wave of requests is starting); when the answer has ended (a piece
+    ending in ``data: [DONE]`` resolves the request at once, the rest is parsed in its task);
+    at once when a piece may hold an error event or an unusual ``[DONE]``, or ``DRAIN_BYTES``
+    are pending (memory stays small whatever the pieces)."""
+
+    __slots__ = (
+        "body",
+        "done_early",
+        "drain_at",
+        "drain_soon",
+        "ended",
+        "parser",
+        "pending",
+        "pieces",
+        "received",
+        "rec",
+        "resp",
+        "stamps",
+    )
 
     def __init__(self, rec: RequestRecord) -> None:
         self.rec = rec
-        self.times = rec.event_times
-        self.texts = rec.event_texts
         self.parser: SSEParser | None = None
         self.body = bytearray()
         self.resp: Response | None = None
+        self.pieces: list[bytes] = []
+        self.stamps: list[float] = []
+        self.pending = 0  # bytes in self.pieces
+        self.received = 0  # bytes drained so far
+        self.drain_at = DRAIN_BYTES
+        self.ended = False  # [DONE] or a failure: later bytes are not read
+        self.done_early = False  # ended by a piece ending in "data: [DONE]", not parsed yet
+        self.drain_soon = False  # a drain is scheduled after the loop's current reads
 
     def sink_for(self, resp: Response) -> BodySink:
         self.resp = resp
@@ -51,45 +85,142 @@ class _Exchange:
         ):
             self.parser = SSEParser()
             return self._sse
-        return collector(self.body, _ERROR_BODY_LIMIT if resp.status != 200 else 1 << 26)
+        if resp.status != 200:
+            return collector(self.body, _ERROR_BODY_LIMIT)
+        return collector(self.body, RESPONSE_LIMIT, strict=True)
 
     def _sse(self, data: bytes, t: float) -> None:
-        assert self.parser is not None and self.resp is not None
-        for event in self.parser.feed(data):
-            if _event(event, t, self.rec, self.times, self.texts):
-                # [DONE] or an in-stream error: the answer is complete.
-                self.resp.finish_early(close=self.rec.error is not None)
-                return
+        """The hot path: runs for every read of every stream. Keep it to appends and checks."""
+        if self.ended:
+            return
+        pieces = self.pieces
+        pieces.append(data)
+        self.stamps.append(t)
+        self.pending += len(data)
+        if b"[DONE]" in data:
+            if _ends_with_done(data, pieces, self.parser):  # type: ignore[arg-type]
+                self.ended = self.done_early = True  # complete now, parse off the burst
+                self.resp.finish_early(close=False)  # type: ignore[union-attr]
+            else:
+                self._drain_now()
+        elif self.pending > self.drain_at or b'"error"' in data:
+            self._drain_now()
+        elif len(pieces) >= DRAIN_PIECES and not self.drain_soon:
+            self.drain_soon = True
+            asyncio.get_running_loop().call_soon(self._drain_later)
+
+    def _drain_now(self) -> None:
+        self._drain()
+        if self.rec.done_seen:
+            self.resp.finish_early(close=False)  # type: ignore[union-attr]
+
+    def _drain_later(self) -> None:
+        self.drain_soon = False
+        resp = self.resp
+        if self.ended or resp is None or resp.done.done():
+            return  # finished meanwhile: finish() parses what is left
+        try:
+            self._drain_now()
+        except HTTPError as e:
+            resp.fail(e)
+            resp.conn.close()
+
+    def _drain(self) -> None:
+        """Parse every pending piece; raises HTTPError when the stream is unusable."""
+        parser = self.parser
+        assert parser is not None
+        pieces, stamps = self.pieces, self.stamps
+        self.pieces, self.stamps = [], []
+        self.received += self.pending
+        self.pending = 0
+        if self.received > RESPONSE_LIMIT:
+            self.ended = True
+            raise HTTPError("response_too_large", f"response larger than {_mib(RESPONSE_LIMIT)}")
+        events = parser.feed_stamped(pieces, stamps)
+        if parser.pending > EVENT_LIMIT:
+            self.ended = True
+            raise HTTPError(
+                "sse_event_too_large", f"an SSE line or event longer than {_mib(EVENT_LIMIT)}"
+            )
+        # the next drain copies the pending event once more: wait until it has (at least) doubled
+        self.drain_at = max(DRAIN_BYTES, parser.pending)
+        self._events(events)
+
+    def _events(self, events: list[Stamped]) -> None:
+        """Account a batch of stamped events into the record."""
+        rec = self.rec
+        times, texts = rec.event_times, rec.event_texts
+        first_bad = ""
+        for t, data in events:
+            if data == b"[DONE]":
+                rec.done_seen = self.ended = True
+                break
+            try:
+                text = data.decode()
+                try:
+                    obj, end = _raw_decode(text)  # json.loads minus its per-call overhead
+                except ValueError:
+                    end = -1
+                if end != len(text):  # surrounding whitespace, or not JSON: json.loads decides
+                    obj = json.loads(text)
+                c = decode_chunk(obj)
+            except ValueError as e:  # not UTF-8 (UnicodeDecodeError) or not JSON
+                rec.bad_events += 1
+                first_bad = first_bad or f"{_why(e)}: {data[:80]!r}"
+                continue
+            if c.error is not None:
+                self.ended = True
+                raise HTTPError("stream_error", c.error)
+            if c.text:  # a role-only or empty chunk is not a token
+                times.append(t)
+                texts.append(c.text)
+            if c.completion_tokens is not None:
+                rec.usage_completion_tokens = c.completion_tokens
+            if c.prompt_tokens is not None:
+                rec.usage_prompt_tokens = c.prompt_tokens
+            if rec.response_id is None and c.id:
+                rec.response_id = c.id
+        if first_bad:
+            self.ended = True
+            raise HTTPError("bad_event", f"{rec.bad_events} malformed event(s), first: {first_bad}")
 
     def finish(self) -> None:
-        """After the body ended (or [DONE]): complete the record."""
+        """After the body ended (or [DONE]): complete the record. Raises HTTPError."""
         rec = self.rec
         if rec.http_status != 200:
             _http_error(rec, self.resp, bytes(self.body))
         elif self.parser is None:
             _whole_body(rec, bytes(self.body), self.resp.last_rx if self.resp else perf_counter())
-        elif not rec.done_seen and rec.error is None:
-            for event in self.parser.flush():  # [DONE] missing: the close ends the stream
-                _event(event, perf_counter(), rec, self.times, self.texts)
+        elif not self.ended or self.done_early:
+            self._drain()
+            if not rec.done_seen:  # [DONE] missing: the end of the body ends the stream
+                end = self.resp.last_rx if self.resp else perf_counter()
+                self._events(self.parser.flush_stamped(end))
 
 
-async def send(
+async def send(*args: Any, **kwargs: Any) -> RequestRecord:
+    """:func:`transfer` (same arguments), then :func:`complete`: send one request and fill its
+    record, received and parsed. Never raises for a server-side problem."""
+    return complete(await transfer(*args, **kwargs))
+
+
+async def transfer(
     client: HTTPClient,
     url: str,
     body: bytes,
     rec: RequestRecord,
     total_timeout: float,
     headers: dict[str, str] | None = None,
-) -> RequestRecord:
-    """Send one request and fill ``rec``. Never raises for a server-side problem."""
+) -> _Exchange:
+    """Send one request and receive its answer, stamped; :func:`complete` parses what is left.
+    Between the two the caller may free its concurrency slot (the next request goes first)."""
     ex = _Exchange(rec)
     rec.start = perf_counter()
     try:
         async with asyncio.timeout(total_timeout):
             await client.request("POST", url, body, ex.sink_for, headers)
-        ex.finish()
     except HTTPError as e:
-        rec.error, rec.error_detail = e.kind, str(e)[:300]
+        _fail(rec, e)
     except TimeoutError:
         rec.error, rec.error_detail = (
             "timeout_total",
@@ -97,10 +228,25 @@ async def send(
         )
     finally:
         rec.end = perf_counter()
+    return ex
+
+
+def complete(ex: _Exchange) -> RequestRecord:
+    """Parse what :func:`transfer` stored and classify the outcome."""
+    rec = ex.rec
+    if rec.error is None:
+        try:
+            ex.finish()
+        except HTTPError as e:
+            _fail(rec, e)
     if rec.error is None and not rec.event_times:
         rec.error = "empty_output"
         rec.error_detail = "the response carried no generated text"
     return rec
+
+
+def _fail(rec: RequestRecord, e: HTTPError) -> None:
+    rec.error, rec.error_detail = e.kind, str(e)[:300]
 
 
 async def get_json(client: HTTPClient, url: str, timeout: float) -> tuple[int, object]:
@@ -112,33 +258,6 @@ async def get_json(client: HTTPClient, url: str, timeout: float) -> tuple[int, o
         return resp.status, json.loads(bytes(buf))
     except ValueError:
         return resp.status, None
-
-
-def _event(data: str, now: float, rec: RequestRecord, times: list[float], texts: list[str]) -> bool:
-    """Handle one SSE data payload; return True when the stream is finished ([DONE] or error)."""
-    if data == "[DONE]":
-        rec.done_seen = True
-        return True
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        rec.bad_events += 1
-        return False
-    c = decode_chunk(obj)
-    if c.error is not None:
-        rec.error = "stream_error"
-        rec.error_detail = c.error[:300]
-        return True
-    if c.text:  # a role-only or empty chunk is not a token
-        times.append(now)
-        texts.append(c.text)
-    if c.completion_tokens is not None:
-        rec.usage_completion_tokens = c.completion_tokens
-    if c.prompt_tokens is not None:
-        rec.usage_prompt_tokens = c.prompt_tokens
-    if rec.response_id is None and c.id:
-        rec.response_id = c.id
-    return False
 
 
 def _http_error(rec: RequestRecord, resp: Response | None, raw: bytes) -> None:
@@ -163,9 +282,35 @@ def _whole_body(rec: RequestRecord, raw: bytes, now: float) -> None:
     if c.error is not None:
         rec.error, rec.error_detail = "stream_error", c.error[:300]
         return
+    rec.usage_completion_tokens = c.completion_tokens
+    rec.usage_prompt_tokens = c.prompt_tokens
     if c.text:
         rec.event_times.append(now)
         rec.event_texts.append(c.text)
-    rec.usage_completion_tokens = c.completion_tokens
-    rec.usage_prompt_tokens = c.prompt_tokens
     rec.response_id = c.id
+
+
+_DONE = b"data: [DONE]\n\n"
+
+
+def _ends_with_done(data: bytes, pieces: list[bytes], parser: SSEParser) -> bool:
+    """True when ``data`` certainly ends the stream with the ``[DONE]`` event: it ends in
+    ``data: [DONE]`` + blank line, and what comes before ends in a blank line too (so that line
+    starts an event). Anything less usual is decided by parsing."""
+    if data.endswith(b"\n\n" + _DONE):
+        return True
+    if data != _DONE:
+        return False
+    if len(pieces) > 1:
+        return pieces[-2].endswith(b"\n\n")
+    return parser.pending == 0  # what was parsed before ended at an event boundary
+
+
+def _why(e: ValueError) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"invalid UTF-8 at byte {e.start}"
+    return f"invalid JSON ({e})"
+
+
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB"

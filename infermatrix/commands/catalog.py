@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import default_root, load_catalog
 from ..catalog.yamlsrc import CatalogError
 from ..engines.flags import RenderError
-from ..jsonio import write_json_atomic
+from ..jsonio import write_json_atomic, write_text_atomic
 from ..launch.bench_commands import recipe_benchmarks
 from ..report.catalog_page import build
 
@@ -33,18 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the output files are not up to date")
     parser.add_argument("--root", type=Path, default=None, help="catalog root (default: this checkout)")
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _json_text(data: object) -> str:
@@ -68,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"ok: {output} is current ({data['count']} configurations)")
         return 0
-    _write_text_atomic(output, page)
+    write_text_atomic(output, page)
     if args.json:
         write_json_atomic(args.json, data)
     print(f"wrote {output} ({data['count']} configurations)" + (f" and {args.json}" if args.json else ""))

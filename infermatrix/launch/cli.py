@@ -12,6 +12,8 @@ from functools import partial
 from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
+from ..catalog.safety import safe_id
+from ..catalog.schema import MAX_CONCURRENCY
 from ..errors import UsageError
 from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from .backends import BACKENDS, LaunchContext, Launched, starter
@@ -69,11 +71,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
-    run.add_argument("--run-id", help="default: UTC time + random suffix")
+    run.add_argument("--run-id", help="default: UTC time + random suffix (letters, digits, '._+-')")
     run.add_argument("--resume", metavar="RUN_ID",
                      help="finish that run: re-run only the jobs not done, keeping every level "
                           "already measured (docs/launch.md, Crash safety)")
     run.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
+
+
+def _check_job(job: Job) -> Job:
+    """What a job file may not hold: an id that is no file name, levels out of bounds (a
+    capacity job has none: its search picks them within its own bounds)."""
+    safe_id(job.id, "job id")  # it names the job's folder
+    if job.capacity is None and (
+            not job.concurrency or not all(1 <= c <= MAX_CONCURRENCY for c in job.concurrency)):
+        raise ValueError(f"concurrency {job.concurrency[:8]}: levels are 1 to {MAX_CONCURRENCY}")
+    return job
 
 
 def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None) -> Job:
@@ -88,7 +100,7 @@ def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None
     if len(items) != 1:
         raise UsageError(f"{path}: holds {len(items)} matching jobs; name one with --job-id")
     try:
-        return Job.model_validate(items[0])
+        return _check_job(Job.model_validate(items[0]))
     except ValueError as exc:
         raise UsageError(f"{path}: not a job: {str(exc).splitlines()[0]}") from None
 
@@ -118,6 +130,9 @@ def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
     conc = sorted(set(args.concurrency or (entry.concurrency if entry and not agentic else [])))
     if not conc and not agentic:
         raise UsageError(f"no sweep lists {args.recipe} with {args.workload}: give --concurrency")
+    if not all(1 <= c <= MAX_CONCURRENCY for c in conc):
+        raise UsageError(f"--concurrency {' '.join(map(str, conc))}: levels are 1 to "
+                         f"{MAX_CONCURRENCY}")
     return make_job(cat, sweep, args.recipe, args.workload, runner, [] if agentic else conc, entry)
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from .. import __version__
 from ..catalog.loader import Catalog
+from ..catalog.safety import UnsafeValue, safe_id
+from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
 from .backends.base import Launched
@@ -160,10 +162,23 @@ def _start_monitor(cat: Catalog, job: Job, deployment: Launched, job_dir: Path,
     return monitor if monitor.error is None else None
 
 
+def make_folder(path: Path) -> Path:
+    """``mkdir -p``; a folder that cannot be made (--output-dir under a file) is a usage error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot create the folder: {exc.strerror or exc}") from None
+    return path
+
+
 def start_manifest(job: Job, out_dir: Path, run_id: str, launcher: str) -> tuple[Path, dict[str, Any]]:
     """Create the job's folder and its manifest (written at once: a crash still leaves it)."""
-    job_dir = out_dir / "jobs" / job.id
-    job_dir.mkdir(parents=True, exist_ok=True)
+    try:  # both name folders: never a path that climbs out of the run folder
+        safe_id(run_id, "run id")
+        safe_id(job.id, "job id")
+    except UnsafeValue as exc:
+        raise UsageError(str(exc)) from None
+    job_dir = make_folder(out_dir / "jobs" / job.id)
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "kind": "job-manifest", "run_id": run_id,
         "job": job.model_dump(), "status": "running", "error": None, "levels": [],

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import platform
-import re
 from pathlib import Path
 from typing import Any
 
+from ..catalog.safety import UnsafeValue, safe_id
 from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
@@ -132,18 +132,20 @@ def check_resumable(job_dir: Path) -> None:
 
 # ------------------------------------------------------------------ what `run`/`sweep` do with a folder
 
-_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def run_id_of(run_id: str | None, resume: str | None) -> str | None:
-    """The run id `--resume RUN_ID` or `--run-id` names (a plain folder name)."""
-    if resume is None:
-        return run_id
-    if run_id is not None and run_id != resume:
+    """The run id `--resume RUN_ID` or `--run-id` names: it names a folder, so a safe file name
+    (never a path or a line break)."""
+    if resume is not None and run_id is not None and run_id != resume:
         raise UsageError(f"--resume {resume} names the run; drop --run-id {run_id}")
-    if not _RUN_ID.fullmatch(resume):
-        raise UsageError(f"--resume: {resume!r} is not a run id (letters, digits, _ . -)")
-    return resume
+    named, flag = (resume, "--resume") if resume is not None else (run_id, "--run-id")
+    if named is None:
+        return None
+    try:
+        return safe_id(named, flag)
+    except UnsafeValue as exc:
+        raise UsageError(str(exc)) from None
 
 
 def should_run(job_dir: Path, run_id: str, resume: bool) -> bool:

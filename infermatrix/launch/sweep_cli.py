@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import plan_sweep
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
-from .job import Interrupted
+from .job import Interrupted, make_folder
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
 from .state import RunLedger, run_id_of, should_run
@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         sweep = resolve_sweep(cat, args.sweep)
         jobs = plan_sweep(cat, sweep, filters_from(args))
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(run_dir)
         ledger = RunLedger.create(run_dir, {
             "schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
             "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),

@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
@@ -32,21 +33,32 @@ from .job import (
 from .provenance import git_sha, utc_now
 from .state import to_measure
 
+if TYPE_CHECKING:  # the client and the simulator are imported late, when a level runs
+    from ..client.config import BenchConfig
+    from ..sim import SimConfig, SimRun
+
 LAUNCHER = "virtual"
 
 
-def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
-    """One level in virtual time → the client's result dict (bench_serving keys and ours)."""
+@dataclass
+class SimulatedLevel:
+    """A level played through the simulated engine, before the client's metrics."""
+
+    bench: BenchConfig
+    sim: SimConfig
+    run: SimRun
+
+
+def simulate_level(cat: Catalog, job: Job, conc: int, *, stepwise: bool = False) -> SimulatedLevel:
+    """Play one level of ``job`` in virtual time: the lengths the client's random dataset
+    draws, in its order, at the level's concurrency. ``stepwise`` applies the engine's steps
+    one at a time instead of in decode phases (the reference the fast path is tested against;
+    much slower)."""
     from ..client.datasets import draw_len, rngs  # the client stays independent: import late
-    from ..client.metrics import compute
-    from ..client.records import RequestRecord
-    from ..client.result import build_result
-    from ..client.tokenizer import load_tokenizer
     from ..sim import SimConfig, SimRequest, simulate
 
     cfg = bench_config(cat, job, conc, base_url=f"virtual://{job.recipe}").model_copy(
         update={"num_warmups": 0})  # a simulated engine has nothing to warm up
-    # the lengths the client's random dataset draws for this level, in its order
     lengths, _, _ = rngs(cfg.seed)
     requests = []
     in_range, out_range = (cfg.length_range(n) for n in (cfg.random_input_len,
@@ -56,8 +68,20 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
         requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len, cfg.ratio,
                                                  out_range)))
     sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
-    run = simulate(sim, requests, concurrency=conc)
+    return SimulatedLevel(cfg, sim, simulate(sim, requests, concurrency=conc,
+                                             streaks=not stepwise))
+
+
+def level_result(level: SimulatedLevel) -> dict[str, Any]:
+    """The client's result dict (bench_serving keys and ours) of a simulated level."""
+    from ..client.metrics import compute
+    from ..client.records import RequestRecord
+    from ..client.result import build_result
+    from ..client.tokenizer import load_tokenizer
+
+    cfg, run = level.bench, level.run
     records = []
+    retokenized = []  # the simulated text is one word per token: its word count is known
     for res in run.results:
         rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
                             output_len_requested=res.max_tokens, start=res.sent_at,
@@ -67,8 +91,9 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
             rec.error, rec.error_detail = "rejected", res.error
         elif res.completion_tokens:
             # one word per token: the word tokenizer counts what usage says, exactly
-            rec.event_times = list(res.token_times)
+            rec.event_times = res.token_times  # a numpy array: the metrics take it as is
             rec.event_texts = [" the"] * len(rec.event_times)
+            retokenized.append(len(rec.event_texts))
             rec.usage_completion_tokens = res.completion_tokens
             rec.usage_prompt_tokens = res.prompt_tokens
         else:
@@ -78,12 +103,34 @@ def measure_level(cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
     t_end = max((r.end for r in records), default=t0)
     tok = load_tokenizer("words")
     metrics = compute(records, t0, t_end, tok, cfg.metric_percentiles, cfg.percentile_metrics,
-                      cfg.goodput)
-    result = build_result(cfg, sim.served_model_name, tok.name, metrics,
+                      cfg.goodput, retokenized=retokenized)
+    result = build_result(cfg, level.sim.served_model_name, tok.name, metrics,
                           notes=[f"virtual time: {run.steps} engine steps simulated in "
                                  f"{run.wall_seconds:.2f} s of wall time"])
     result["sim_preemptions"] = run.preemptions
     return result
+
+
+def measure_level(cat: Catalog, job: Job, conc: int, *, stepwise: bool = False) -> dict[str, Any]:
+    """One level in virtual time → the client's result dict (see simulate_level)."""
+    return level_result(simulate_level(cat, job, conc, stepwise=stepwise))
+
+
+# the record of a level's run, not of what it measured: when it ran, how long simulating took
+NOT_MEASURED = frozenset({"date", "timestamp_utc", "notes"})
+
+
+def result_numbers(result: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """Every number a level's result measured, by dotted key (to compare two results)."""
+    out: dict[str, float] = {}
+    for key, value in result.items():
+        if key in NOT_MEASURED:
+            continue
+        if isinstance(value, dict):
+            out.update(result_numbers(value, f"{prefix}{key}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[prefix + key] = float(value)
+    return out
 
 
 def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,

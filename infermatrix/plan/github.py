@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import uuid
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import UsageError
 from .jobs import Job
@@ -66,13 +68,23 @@ def github_outputs(jobs: list[Job], max_shards: int = MAX_SHARDS) -> dict[str, s
     return out
 
 
-def write_github_outputs(outputs: dict[str, str], path: str | Path | None = None) -> Path:
-    """Append outputs to $GITHUB_OUTPUT with heredoc delimiters (values may hold any text)."""
-    target = Path(path or os.environ.get("GITHUB_OUTPUT") or "")
+def _write_outputs(fh: TextIO, outputs: dict[str, str]) -> None:
+    for key, value in outputs.items():
+        delim = f"EOF_{uuid.uuid4().hex}"
+        fh.write(f"{key}<<{delim}\n{value}\n{delim}\n")
+
+
+def write_github_outputs(outputs: dict[str, str], path: str | Path | None = None) -> str:
+    """Append outputs to $GITHUB_OUTPUT with heredoc delimiters (values may hold any text).
+    Outside GitHub (no $GITHUB_OUTPUT, no path) they go to stdout, in the same format.
+    Returns where they went."""
+    target = path or os.environ.get("GITHUB_OUTPUT") or ""
     if not str(target):
-        raise PlanError("GITHUB_OUTPUT is not set; pass --github-output PATH")
-    with target.open("a", encoding="utf-8") as fh:
-        for key, value in outputs.items():
-            delim = f"EOF_{uuid.uuid4().hex}"
-            fh.write(f"{key}<<{delim}\n{value}\n{delim}\n")
-    return target
+        _write_outputs(sys.stdout, outputs)
+        return "stdout (GITHUB_OUTPUT is not set)"
+    try:
+        with Path(target).open("a", encoding="utf-8") as fh:
+            _write_outputs(fh, outputs)
+    except OSError as exc:
+        raise PlanError(f"{target}: cannot append GitHub outputs: {exc.strerror or exc}") from None
+    return str(target)

@@ -59,6 +59,7 @@ def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str,
     for name in NUMBER_COLUMNS:
         columns[name] = {"values": [_round(r.metric(name)) for r in records]}
     columns["raw"] = {"values": [raw_links.get(r.key) for r in records]}
+    columns["simulated"] = {"values": [1 if r.simulated else 0 for r in records]}
     return {"count": len(records), "columns": columns}
 
 
@@ -115,8 +116,24 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         "axes": axes, "y_metrics": list(Y_METRICS), "x_metrics": list(X_METRICS),
         "compare_metrics": [list(m) for m in HEADLINE],
         "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in recipes},
+        "simulated_runs": simulated_runs(records),
+        "simulated_levels": sum(1 for r in records if r.simulated),
         **encode(records, raw_links), **extra,
     }
+
+
+def simulated_runs(records: Sequence[Record]) -> list[str]:
+    """Runs with at least one simulated level (the run selector badges them)."""
+    return sorted({r.run_id for r in records if r.simulated})
+
+
+def _simulated_badge(records: int, simulated: int) -> str:
+    """The header's warning that some levels were simulated, not measured."""
+    if not simulated:
+        return ""
+    what = "all levels" if simulated == records else f"{simulated:,} of {records:,} levels"
+    return (f' <span class="badge sim" id="sim-badge" title="simulated engine in virtual time: '
+            f'no hardware measured these">simulated: {what}</span>')
 
 
 def _select(name: str, label: str) -> str:
@@ -145,7 +162,7 @@ def render_html(data: dict[str, Any]) -> str:
 <body>
 <header>
   <h1>{title}</h1>
-  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · generated {html.escape(data["generated_at"])}</span>
+  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · generated {html.escape(data["generated_at"])}{_simulated_badge(data["count"], data["simulated_levels"])}</span>
   <nav>
     <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
     <button id="theme" title="switch light / dark">◐ theme</button>
@@ -163,6 +180,7 @@ def render_html(data: dict[str, Any]) -> str:
       <label class="inline"><input type="checkbox" id="c-series" checked> frontier per hardware × engine</label>
       <span id="count" class="muted"></span>
     </div>
+    <p id="sim-note" class="sim-note" hidden></p>
     <div id="chart-wrap"><canvas id="chart" aria-label="throughput per GPU against interactivity"></canvas><div id="tip" hidden></div></div>
     <div id="legend"></div>
     <section id="detail" hidden></section>

@@ -75,6 +75,11 @@ table.levels { width:auto; margin:.3rem 0 .6rem; } table.levels th { position:st
 table.levels td.bad { font-weight:400; }
 #ag-detail { border:1px solid var(--grid); border-radius:6px; padding:.2rem .8rem .6rem; margin:.6rem 0; }
 #ag-detail[hidden], #filters label[hidden] { display:none; }
+/* simulated results are never mistaken for measured ones */
+.badge.sim { color:#fff; background:var(--sim); border-color:var(--sim); font-weight:600; }
+.sim-note { color:var(--sim); font-weight:600; margin:.2rem 0 .5rem; }
+.sim-note[hidden] { display:none; }
+:root { --sim:#d1242f; } :root[data-theme="dark"] { --sim:#f85149; }
 """
 
 THEME_JS = r"""
@@ -110,6 +115,11 @@ for (let i = 0; i < N; i++) rows[i] = { i: i };
 for (const [name, col] of Object.entries(cols)) {
   if (col.dict) { const d = col.dict, c = col.codes; for (let i = 0; i < N; i++) rows[i][name] = c[i] < 0 ? null : d[c[i]]; }
   else { const v = col.values; for (let i = 0; i < N; i++) rows[i][name] = v[i]; }
+}
+for (const r of rows) { r.simulated = !!r.simulated; r.source = r.simulated ? "simulated" : "measured"; }
+const SIMRUNS = new Set(DATA.simulated_runs || []);
+function badgeSimulatedRuns(sel) {  // a run with simulated levels says so in the run selector
+  for (const o of sel.options) if (SIMRUNS.has(o.value)) { o.textContent = o.value + " · simulated"; o.dataset.simulated = "1"; }
 }
 const runs = DATA.runs;  // oldest first
 const uniq = (k) => Array.from(new Set(rows.map((r) => r[k]).filter((v) => v !== null))).sort();
@@ -186,6 +196,7 @@ function setupControls() {
   const cmpBase = $("cmp-base"), cmpNew = $("cmp-new");
   fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
+  badgeSimulatedRuns(cmpBase); badgeSimulatedRuns(cmpNew);
   [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
   document.addEventListener("imx-theme", render);
 }
@@ -262,11 +273,29 @@ function renderChart(data) {
   ctx.fillStyle = fg; overall.forEach((p) => drawShape(ctx, engShape[p.r.engine] || "o", p.px, p.py, size + 2.2));
   ctx.fillStyle = cssVar("--bg"); overall.forEach((p) => drawShape(ctx, "o", p.px, p.py, 1.3));
   canvas.dataset.frontier = String(overall.length);
+  markSimulated(ctx, pts, m, pw, size);
   // hover grid
   const grid = new Map(), c = chart.cell;
   for (const p of pts) { const key = Math.floor(p.px / c) + "," + Math.floor(p.py / c); if (!grid.has(key)) grid.set(key, []); grid.get(key).push(p); }
   chart.grid = grid;
   renderLegend(Array.from(groups.keys()));
+}
+// Simulated points get a ring, the plot a stamp and the page a note saying how many there are.
+function markSimulated(ctx, pts, m, pw, size) {
+  const sim = pts.filter((p) => p.r.simulated), colour = cssVar("--sim"), note = $("sim-note");
+  $("chart").dataset.simulated = String(sim.length);
+  note.hidden = !sim.length;
+  const from = " from the simulated engine in virtual time, not from hardware.";
+  note.textContent = !sim.length ? "" : sim.length === pts.length ? "Simulated: every point shown comes" + from
+    : "Partly simulated: " + sim.length.toLocaleString("en-US") + " of the " + pts.length.toLocaleString("en-US") + " points shown (ringed) come" + from;
+  if (!sim.length) return;
+  ctx.strokeStyle = colour; ctx.lineWidth = 1.2;
+  for (const p of sim) { ctx.beginPath(); ctx.arc(p.px, p.py, size + 3.5, 0, 2 * Math.PI); ctx.stroke(); }
+  const label = sim.length === pts.length ? "SIMULATED" : "PARTLY SIMULATED";
+  ctx.font = "bold 12px system-ui"; ctx.textAlign = "right"; ctx.textBaseline = "top";
+  const w = ctx.measureText(label).width + 12, x = m.l + pw - 6, y = m.t + 6;
+  ctx.fillStyle = colour; ctx.fillRect(x - w, y - 3, w, 20);
+  ctx.fillStyle = "#fff"; ctx.fillText(label, x - 6, y + 1);
 }
 function nearest(mx, my) {
   if (!chart.grid) return null;
@@ -291,7 +320,8 @@ function tipHtml(r) {
     ["run", esc(r.run_id)], ["runner", esc(r.runner)],
     [AX[state.y].label, fmt(val(r, state.y))], [AX[state.x].label, fmt(val(r, state.x))],
     ["median TTFT", fmt(r.median_ttft_ms) + " ms"], ["median TPOT", fmt(r.median_tpot_ms) + " ms"],
-    ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)]];
+    ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)],
+    ["source", r.simulated ? '<span class="badge sim">simulated</span> engine in virtual time, not hardware' : "measured"]];
   const links = '<a href="' + esc(catalogHref(r)) + '">catalog entry (launch command)</a>' + (r.raw ? ' · <a href="' + esc(r.raw) + '">raw JSON</a>' : "");
   return "<table>" + rowsHtml.map((x) => "<tr><td>" + x[0] + "</td><td>" + x[1] + "</td></tr>").join("") + "</table><div>" + links + "</div>";
 }
@@ -337,7 +367,7 @@ function renderBest(data) {
 // ---------------------------------------------------------------- table view
 const TABLE_COLS = ["run_id", "recipe", "hardware", "engine", "precision", "topology", "gpus_total", "workload", "concurrency",
   "output_tput_per_gpu", "total_tput_per_gpu", "interactivity", "e2e_interactivity", "median_ttft_ms", "median_e2el_ms",
-  "usd_per_m_output_tokens", "j_per_output_token", "error_rate", "status"];
+  "usd_per_m_output_tokens", "j_per_output_token", "error_rate", "status", "source"];
 const PAGE = 200;
 function renderTable(data) {
   const s = state.sort, sorted = data.slice().sort((a, b) => { const x = a[s.key], y = b[s.key];
@@ -345,7 +375,9 @@ function renderTable(data) {
   const pages = Math.max(1, Math.ceil(sorted.length / PAGE)); state.page = Math.min(state.page, pages - 1);
   const part = sorted.slice(state.page * PAGE, (state.page + 1) * PAGE);
   const head = "<tr>" + TABLE_COLS.map((c) => '<th data-key="' + c + '">' + esc(c) + (c === s.key ? (s.dir > 0 ? " ▲" : " ▼") : "") + "</th>").join("") + "<th>links</th></tr>";
-  const body = part.map((r) => "<tr>" + TABLE_COLS.map((c) => typeof r[c] === "number" ? '<td class="num">' + fmt(r[c]) + "</td>" : "<td>" + esc(r[c]) + "</td>").join("")
+  const cell = (r, c) => c === "source" && r.simulated ? '<td><span class="badge sim">simulated</span></td>'
+    : typeof r[c] === "number" ? '<td class="num">' + fmt(r[c]) + "</td>" : "<td>" + esc(r[c]) + "</td>";
+  const body = part.map((r) => "<tr>" + TABLE_COLS.map((c) => cell(r, c)).join("")
     + '<td><a href="' + esc(catalogHref(r)) + '">catalog</a>' + (r.raw ? ' <a href="' + esc(r.raw) + '">raw</a>' : "") + "</td></tr>").join("");
   $("table").innerHTML = head + body;
   $("table").dataset.rows = String(sorted.length);
@@ -397,6 +429,7 @@ function syncFilters() {  // the filter controls show the current view's values 
   const agv = state.view === "agentic"; if (filtersFor === agv) return; filtersFor = agv;
   FILTERS.forEach((k) => fillSelect($("f-" + k), agv ? uniqOf(AGROWS, k) : uniq(k), agv ? ag.f[k] : state.f[k], "all"));
   fillSelect($("f-run"), (agv ? AGRUNS : runs).slice().reverse(), agv ? ag.run : state.run, agv ? "latest search per configuration" : "all runs");
+  if (!agv) badgeSimulatedRuns($("f-run"));
   $("f-failed").disabled = agv; $("f-failed").parentElement.hidden = agv;
 }
 function agFiltered() {

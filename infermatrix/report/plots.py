@@ -2,6 +2,9 @@
 
 Colour = hardware, marker = engine; a thin line is each hardware × engine frontier, the thick
 line the frontier over all. Every figure is written as PNG and SVG in a light and a dark theme.
+A figure with simulated points says so where nobody can miss it: a "SIMULATED" stamp in the
+corner, a watermark across every panel holding them, and the same words in the title and in
+the file's metadata.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E4
 from ..results.records import Record  # noqa: E402
 from .style import THEMES, Theme, colours, markers  # noqa: E402
 
+SIMULATED_COLOUR = "#d1242f"
+STAMP_IN = 0.3  # inches added above the panels for the simulated stamp
 RASTERIZE_ABOVE = 2000  # points per panel: above it the SVG embeds the scatter as an image
 MAX_COLUMNS = 3
 DPI = 110
@@ -37,6 +42,28 @@ def _style_axes(ax: plt.Axes, theme: Theme) -> None:
     ax.tick_params(colors=theme.foreground, labelsize=8)
     for spine in ax.spines.values():
         spine.set_color(theme.grid)
+
+
+def simulated_mark(records: Sequence[Record]) -> str | None:
+    """The words that mark a figure of ``records`` as simulated, or None (all measured)."""
+    sim = sum(1 for r in records if r.simulated)
+    if not sim:
+        return None
+    if sim == len(records):
+        return "SIMULATED: not measured on hardware"
+    return f"PARTLY SIMULATED: {sim} of {len(records)} points not measured on hardware"
+
+
+def _stamp(fig: Figure, mark: str) -> None:
+    """The mark under the figure's title, in the band ``STAMP_IN`` adds to the top margin."""
+    fig.text(0.5, 1 - 0.52 / fig.get_size_inches()[1], mark, ha="center", va="center",
+             fontsize=10, fontweight="bold", color="white", gid="simulated-mark",
+             bbox={"boxstyle": "round,pad=0.3", "facecolor": SIMULATED_COLOUR, "edgecolor": "none"})
+
+
+def _watermark(ax: plt.Axes) -> None:
+    ax.text(0.5, 0.5, "SIMULATED", transform=ax.transAxes, ha="center", va="center", rotation=25,
+            fontsize=30, fontweight="bold", color=SIMULATED_COLOUR, alpha=0.13, zorder=0)
 
 
 def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | None:
@@ -70,6 +97,8 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
                 solid_capstyle="round", solid_joinstyle="round")
         ax.plot(bx, by, color=theme.foreground, linewidth=1.1, linestyle="--", alpha=0.9, zorder=5)
         ax.set_title(f"{model} · {workload}", color=theme.foreground, fontsize=10)
+        if any(r.simulated for r in precs):
+            _watermark(ax)
         ax.set_xlabel(AXES[x].label, color=theme.foreground, fontsize=8)
         ax.set_ylabel(AXES[y].label, color=theme.foreground, fontsize=8)
     handles = [Line2D([], [], color=c, marker="o", linestyle="", label=hw) for hw, c in hw_colour.items()]
@@ -80,12 +109,15 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
     for text in legend.get_texts():
         text.set_color(theme.foreground)
     height_in = fig.get_size_inches()[1]
-    fig.suptitle(f"{AXES[y].label} vs {AXES[x].label}", color=theme.foreground, fontsize=12,
-                 y=1 - 0.12 / height_in, va="top")
+    mark = simulated_mark(recs)
+    fig.suptitle(f"{AXES[y].label} vs {AXES[x].label}" + (" (simulated)" if mark else ""),
+                 color=theme.foreground, fontsize=12, y=1 - 0.12 / height_in, va="top")
+    if mark:
+        _stamp(fig, mark)
     # Fixed margins in inches: tight_layout costs a full extra draw per figure.
     width, height = fig.get_size_inches()
     fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width,
-                        bottom=1.0 / height, top=1 - 0.75 / height,
+                        bottom=1.0 / height, top=1 - (0.75 + (STAMP_IN if mark else 0)) / height,
                         wspace=0.32, hspace=0.55)
     return fig
 
@@ -100,9 +132,18 @@ def write_plots(records: Sequence[Record], out_dir: Path, themes: Sequence[str] 
             fig = view_figure(records, view, THEMES[name])
             if fig is None:
                 continue
+            mark = simulated_mark(usable(records, *VIEWS[view]))
             for fmt in formats:
                 path = out_dir / f"{view}.{name}.{fmt}"
-                fig.savefig(path, dpi=DPI, facecolor=fig.get_facecolor())
+                fig.savefig(path, dpi=DPI, facecolor=fig.get_facecolor(),
+                            metadata=_metadata(fmt, mark))
                 written[path.name] = path
             plt.close(fig)
     return written
+
+
+def _metadata(fmt: str, mark: str | None) -> dict[str, str]:
+    """File metadata naming the figure's provenance (PNG text chunk, SVG description)."""
+    if mark is None:
+        return {}
+    return {"png": {"Description": mark}, "svg": {"Description": mark}}.get(fmt, {})

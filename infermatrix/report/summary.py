@@ -41,12 +41,24 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
     return lines[:-1]
 
 
+def title_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:
+    """The summary's first line: simulated results say so before anything else."""
+    every = [r.simulated for r in records] + [a.simulated for a in agentic]
+    sim = sum(every)
+    if not sim:
+        return "## infermatrix results"
+    if sim == len(every):
+        return "## infermatrix results · SIMULATED: simulated engine, not measured on hardware"
+    return (f"## infermatrix results · PARTLY SIMULATED: {sim} of {len(every)} results from the "
+            "simulated engine, not measured on hardware")
+
+
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
                 thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
                 agentic: Sequence[AgenticRecord] = ()) -> str:
     runs = run_order(records)
     ok = [r for r in records if r.ok]
-    lines = ["## infermatrix results", "",
+    lines = [title_line(records, agentic), "",
              f"{len(records)} levels ({len(ok)} ok, {len(records) - len(ok)} failed) from "
              f"{len({(r.run_id, r.job_id) for r in records})} jobs in {len(runs)} run(s): "
              f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}."]

@@ -6,12 +6,13 @@ One ``AgenticRecord`` per run × configuration × workload × SLO tier (docs/age
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..jsonio import loads_bounded
 
 if TYPE_CHECKING:
     from .store import Store
@@ -112,7 +113,7 @@ def load_documents(paths: Iterable[Path]) -> list[AgenticRecord]:
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
         for path in files:
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                doc = loads_bounded(path.read_text(encoding="utf-8"))
                 if is_capacity_document(doc):
                     out += records_from_document(doc)
             except (OSError, UnicodeDecodeError, ValueError, RecursionError):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..jsonio import JsonNumberError, loads_bounded
 from . import agentic
 from .records import ForeignResult, InvalidResult, Key, Record, normalise
 from .store import SaveCounts, Store
@@ -111,11 +112,13 @@ def read_json(data: bytes) -> tuple[str, Any]:
     if not text.strip():
         return "truncated", "empty file"
     try:
-        return "json", json.loads(text)
+        return "json", loads_bounded(text)
     except json.JSONDecodeError as exc:
         if _truncated(text, exc):
             return "truncated", f"JSON stops before its end ({exc.msg})"
         return "corrupt", f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    except JsonNumberError as exc:
+        return "corrupt", str(exc)
     except RecursionError:
         return "corrupt", "JSON nested too deeply"
 

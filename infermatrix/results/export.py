@@ -5,32 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..errors import UsageError
+from ..jsonio import loads_bounded, write_text_atomic
 from .records import Record
 
 NESTED = ("pools", "latency")  # the two non-scalar fields: CSV flattens them
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file and a rename: readers never see half of it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_records_jsonl(records: Iterable[Record], path: Path) -> Path:
@@ -47,13 +31,15 @@ def read_records_jsonl(path: Path) -> list[Record]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            out.append(Record.model_validate_json(line))
+        try:  # bounded numbers, as collect reads level files
+            out.append(Record.model_validate(loads_bounded(line)))
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise UsageError(f"{path}:{lineno}: not a record: {where + ': ' if where else ''}"
                              f"{err['msg']}") from None
+        except ValueError as exc:  # JSON, an integer beyond 64 bits
+            raise UsageError(f"{path}:{lineno}: not a record: {exc}") from None
     return out
 
 

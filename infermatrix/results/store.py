@@ -15,6 +15,7 @@ caller names.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -119,6 +120,18 @@ def is_store(path: Path) -> bool:
         return False
 
 
+def _same_measurement(stored: str | None, body: str) -> bool:
+    """The same record, apart from the file it was read from: the same artifacts collected
+    from another folder (a downloaded copy) are unchanged, not updated."""
+    if stored is None or stored == body:
+        return stored == body
+    try:
+        old, new = json.loads(stored), json.loads(body)
+    except ValueError:
+        return False
+    return {**old, "source": None} == {**new, "source": None}
+
+
 @dataclass(frozen=True)
 class SaveCounts:
     added: int = 0
@@ -207,7 +220,7 @@ class Store:
         for r in records:
             body = r.model_dump_json()
             blob = zlib.compress(raw[r.key], 6) if raw and r.key in raw else None
-            body_same = bodies.get(r.key) == body
+            body_same = _same_measurement(bodies.get(r.key), body)
             raw_same = blob is None or blobs.get(r.key) == blob
             if body_same and raw_same:
                 continue

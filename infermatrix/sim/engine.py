@@ -1,7 +1,12 @@
 """Engine instances on an event kernel, and the deployment (pools + router) in front of them.
 
-An ``Instance`` drives one ``EngineCore``: schedule a step, ask the roofline how long it takes,
-have the kernel call back when it ends, apply it, repeat while there is work. A ``Deployment``
+An ``Instance`` drives one ``EngineCore``: schedule a step, ask the performance model how long
+it takes, have the kernel call back when it ends, apply it, repeat while there is work. In
+virtual time a decode-only step starts a *phase*: the same batch stepping on until a sequence
+finishes or new work arrives. Its step times are computed ahead, only as far as the next event
+on the kernel (or at least as far again as already computed), and the sequences are advanced
+once at the phase's end; an arrival cuts the phase at the step then running, exactly where
+stepping one at a time would have admitted it. A ``Deployment``
 is what a recipe's topology describes: N identical instances behind a router, or prefill and
 decode pools with a KV handoff between them. Both run unchanged on the real-time kernel (the
 HTTP server) and the virtual kernel (``virtual.simulate``).
@@ -10,15 +15,64 @@ HTTP server) and the virtual kernel (``virtual.simulate``).
 from __future__ import annotations
 
 import bisect
-from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .clock import Kernel
 from .config import SimConfig
 from .perf import PerfModel
 from .router import Router
 from .scheduler import EngineCore, Seq, Step
+
+# A decode phase computes at least this many step times before its first checkpoint; each
+# checkpoint that finds nothing new at least doubles it (bounds the steps computed for nothing
+# when an arrival cuts a phase, and the checkpoints when other instances' events are frequent).
+FIRST_CHECKPOINT_STEPS = 16
+
+
+class TokenTimes:
+    """The model time of every token of one request, kept as the pieces the engine emitted
+    (a decode phase hands one array to all its sequences) and joined once, when read."""
+
+    __slots__ = ("_parts", "_loose")
+
+    def __init__(self) -> None:
+        self._parts: list[Sequence[float]] = []
+        self._loose: list[float] = []  # single-step tokens not yet in a part
+
+    def add(self, n: int, t: float, times: Sequence[float] | None) -> None:
+        if times is None:
+            if n == 1:
+                self._loose.append(t)
+            else:
+                self._loose.extend([t] * n)
+            return
+        if self._loose:
+            self._parts.append(self._loose)
+            self._loose = []
+        self._parts.append(times)
+
+    def array(self) -> np.ndarray:
+        if self._loose:
+            self._parts.append(self._loose)
+            self._loose = []
+        if len(self._parts) != 1 or not isinstance(self._parts[0], np.ndarray):
+            joined = np.concatenate(self._parts) if self._parts else np.zeros(0)
+            self._parts = [joined.astype(np.float64, copy=False)]
+        return self._parts[0]  # type: ignore[return-value]
+
+
+@dataclass
+class Phase:
+    """The step (or decode phase) an instance is running: its step, the end time of each
+    step computed so far, how many it may run, and whether new work cut it."""
+
+    step: Step
+    ends: list[float]
+    limit: int
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -36,7 +90,8 @@ class RequestRecord:
 
     __slots__ = ("rid", "submitted_at", "prompt_tokens", "max_tokens", "cached_tokens",
                  "completion_tokens", "first_token_at", "finished_at", "token_times", "preemptions",
-                 "instance", "prefill_instance", "done", "aborted", "_seq", "_owner", "on_update")
+                 "instance", "prefill_instance", "done", "aborted", "_seq", "_owner", "on_update",
+                 "on_done")
 
     def __init__(self, rid: int, req: EngineRequest, t: float, record_times: bool,
                  on_update: Callable[[RequestRecord, int, float], None] | None):
@@ -48,7 +103,7 @@ class RequestRecord:
         self.completion_tokens = 0
         self.first_token_at = -1.0
         self.finished_at = -1.0
-        self.token_times: array | None = array("d") if record_times else None
+        self.token_times: TokenTimes | None = TokenTimes() if record_times else None
         self.preemptions = 0
         self.instance = ""
         self.prefill_instance = ""
@@ -57,6 +112,26 @@ class RequestRecord:
         self._seq: Seq | None = None
         self._owner: Instance | None = None
         self.on_update = on_update
+        self.on_done: Callable[[RequestRecord], None] | None = None
+
+    def progress(self, seq: Seq, n: int, t: float, times: Sequence[float] | None = None) -> None:
+        """The sink of its sequence: ``n`` tokens emitted, the last at ``t`` (see Sink)."""
+        if self.aborted:
+            return
+        if self.first_token_at < 0:
+            self.first_token_at = float(times[0]) if times is not None else t
+            self.cached_tokens = max(self.cached_tokens, seq.cached_tokens)
+        self.completion_tokens += n
+        if self.token_times is not None:
+            self.token_times.add(n, t, times)
+        if seq.done:
+            self.done = True
+            self.finished_at = t
+            self.preemptions += seq.preemptions
+        if self.on_update is not None:
+            self.on_update(self, n, t)
+        if self.done and self.on_done is not None:
+            self.on_done(self)
 
     @property
     def ttft(self) -> float:
@@ -77,10 +152,10 @@ class Instance:
         self.core = EngineCore(cfg, PerfModel(cfg))
         self.busy = False
         self._kicked = False
-        # batch identical decode steps only in virtual time, where nobody watches them stream
-        self._streaks = kernel.virtual and streaks
-        self.want_times = want_times  # per-token times of streaks (only virtual runs record them)
-        self._inflight: tuple[Step, list[float]] | None = None
+        # decode phases only in virtual time, where nobody watches the tokens stream
+        self._phases = kernel.virtual and streaks
+        self.want_times = want_times  # per-token times of phases (only virtual runs record them)
+        self._phase: Phase | None = None
         self._version = 0
 
     @property
@@ -92,8 +167,8 @@ class Instance:
 
     def submit(self, seq: Seq) -> None:
         self.core.add(seq)
-        if self.busy and self._inflight is not None and len(self._inflight[1]) > 1:
-            self._cut_streak()
+        if self.busy and self._phase is not None and self._phase.limit > 1:
+            self._cut_phase()
         if not self.busy and not self._kicked:
             # start on the next event, so requests arriving at the same instant share a step
             self._kicked = True
@@ -112,34 +187,50 @@ class Instance:
         if step is None:
             return
         end = self.kernel.now + self.core.perf.step_time(step.shape)
-        ends = self.core.decode_streak(step, end) if self._streaks and step.pure_decode else [end]
+        limit = self.core.phase_limit(step) if self._phases else 1
         self.busy = True
-        self._inflight = (step, ends)
-        self._version += 1
-        self.kernel.call_at(ends[-1], self._done, step, ends, self._version)
+        self._phase = Phase(step, [end], limit)
+        self._extend()
 
-    def _cut_streak(self) -> None:
-        """New work arrived during a streak: end it with the step now running, as stepping
+    def _extend(self) -> None:
+        """Compute the phase's step times up to the next event that might bring new work, and
+        be called back at the last of them."""
+        ph = self._phase
+        assert ph is not None
+        if len(ph.ends) < ph.limit:
+            at_least = max(FIRST_CHECKPOINT_STEPS, 2 * len(ph.ends))
+            self.core.extend_phase(ph.step, ph.ends, self.kernel.next_time(), at_least, ph.limit)
+        self._version += 1
+        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
+
+    def _cut_phase(self) -> None:
+        """New work arrived during a phase: end it with the step now running, as stepping
         one at a time would have admitted the newcomer at that step's end."""
-        step, ends = self._inflight  # type: ignore[misc]
-        j = bisect.bisect_left(ends, self.kernel.now)
-        if j >= len(ends) - 1:
+        ph = self._phase
+        assert ph is not None
+        ph.cut = True
+        j = bisect.bisect_left(ph.ends, self.kernel.now)
+        if j >= len(ph.ends) - 1:
             return
-        ends = ends[:j + 1]
-        self._inflight = (step, ends)
+        del ph.ends[j + 1:]
         self._version += 1
-        self.kernel.call_at(ends[-1], self._done, step, ends, self._version)
+        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
 
-    def _done(self, step: Step, ends: list[float], version: int) -> None:
+    def _checkpoint(self, version: int) -> None:
         if version != self._version:
-            return  # a streak that was cut short: its new end is scheduled
+            return  # a phase that was cut short: its new end is scheduled
+        ph = self._phase
+        assert ph is not None
+        if not ph.cut and len(ph.ends) < ph.limit:
+            self._extend()  # nothing new for this instance: the phase goes on
+            return
         # stay busy while applying: sinks may submit new work, which must wait for _start
-        if len(ends) == 1:
-            self.core.finish(step, ends[0])
+        if len(ph.ends) == 1:
+            self.core.finish(ph.step, ph.ends[0])
         else:
-            self.core.finish_streak(step, ends, self.want_times)
+            self.core.finish_streak(ph.step, ph.ends, self.want_times)
         self.busy = False
-        self._inflight = None
+        self._phase = None
         self._start()
 
 
@@ -186,11 +277,14 @@ class Deployment:
         return None
 
     def submit(self, req: EngineRequest,
-               on_update: Callable[[RequestRecord, int, float], None] | None = None) -> RequestRecord:
+               on_update: Callable[[RequestRecord, int, float], None] | None = None, *,
+               on_done: Callable[[RequestRecord], None] | None = None) -> RequestRecord:
         """Start serving ``req`` at the kernel's current time. ``on_update(record, n, t)`` is
-        called for every n tokens emitted at model time t (record.done tells the end)."""
+        called for every n tokens emitted at model time t (record.done tells the end);
+        ``on_done(record)`` only once, at the end (cheaper when nothing streams)."""
         self._rid += 1
         rec = RequestRecord(self._rid, req, self.kernel.now, self.record_times, on_update)
+        rec.on_done = on_done
         if self.prefill_instances:
             i = self.router.pick(self.prefill_instances, req.hashes, req.session)
             inst = self.prefill_instances[i]
@@ -202,7 +296,7 @@ class Deployment:
             inst = self.instances[i]
             rec.instance = inst.name
             seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                      lambda s, n, t, ts: self._progress(rec, s, n, t, ts))
+                      rec.progress)
         rec._seq, rec._owner = seq, inst
         inst.submit(seq)
         return rec
@@ -213,23 +307,6 @@ class Deployment:
         rec.aborted = rec.done = True
         if rec._seq is not None and rec._owner is not None:
             rec._owner.abort(rec._seq)
-
-    def _progress(self, rec: RequestRecord, seq: Seq, n: int, t: float,
-                  times: Sequence[float] | None = None) -> None:
-        if rec.aborted:
-            return
-        if rec.first_token_at < 0:
-            rec.first_token_at = times[0] if times else t
-            rec.cached_tokens = max(rec.cached_tokens, seq.cached_tokens)
-        rec.completion_tokens += n
-        if rec.token_times is not None:
-            rec.token_times.extend(times if times else [t] * n)
-        if seq.done:
-            rec.done = True
-            rec.finished_at = t
-            rec.preemptions += seq.preemptions
-        if rec.on_update is not None:
-            rec.on_update(rec, n, t)
 
     def _handoff(self, rec: RequestRecord, req: EngineRequest, seq: Seq, t: float) -> None:
         """Prefill done (its first token sampled): stream the KV to a decode instance."""
@@ -251,13 +328,13 @@ class Deployment:
         t = self.kernel.now
         # the prefill's sampled token reaches the client with the KV
         seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                  lambda s, n, tt, ts: self._progress(rec, s, n, tt, ts), remote_kv=True, already_output=1)
+                  rec.progress, remote_kv=True, already_output=1)
         seq.first_at = t
         if req.max_tokens == 1:
             seq.done = True
-            self._progress(rec, seq, 1, t)
+            rec.progress(seq, 1, t)
             return
-        self._progress(rec, seq, 1, t)
+        rec.progress(seq, 1, t)
         i = self.decode_router.pick(self.instances, req.hashes, req.session)
         inst = self.instances[i]
         rec.instance = inst.name

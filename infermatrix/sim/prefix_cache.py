@@ -81,21 +81,20 @@ class BlockPool:
         """``n`` fresh blocks, evicting least recently used cached ones; None if too few."""
         if n > self.free_blocks:
             return None
-        out = []
-        refs = self._refs
-        for _ in range(n):
-            if self._free:
-                b = self._free.pop()
-            elif self._fresh < self.num_blocks:
-                b = self._fresh
-                self._fresh += 1
-            else:
-                b, _ = self._lru.popitem(last=False)
-                h = self._hash_of.pop(b, None)
-                if h is not None and self._block_of.get(h) == b:
-                    del self._block_of[h]
-            refs[b] = 1
+        free = self._free
+        take = min(n, len(free))
+        out = free[len(free) - take:][::-1]  # the order popping one at a time gives
+        del free[len(free) - take:]
+        fresh = min(n - take, self.num_blocks - self._fresh)
+        out.extend(range(self._fresh, self._fresh + fresh))
+        self._fresh += fresh
+        for _ in range(n - take - fresh):
+            b, _ = self._lru.popitem(last=False)
+            h = self._hash_of.pop(b, None)
+            if h is not None and self._block_of.get(h) == b:
+                del self._block_of[h]
             out.append(b)
+        self._refs.update(dict.fromkeys(out, 1))
         return out
 
     def commit(self, block: int, h: int) -> None:
@@ -107,7 +106,15 @@ class BlockPool:
     def release(self, blocks: Sequence[int]) -> None:
         # release the tail first so a prompt's last blocks are evicted before its first ones
         refs = self._refs
-        for b in reversed(blocks):
+        tail_first = blocks[::-1]
+        if (max(map(refs.__getitem__, tail_first), default=0) == 1
+                and not any(map(self._hash_of.__contains__, tail_first))):
+            # the common case (no block shared, none holding a prompt block): in bulk
+            for b in tail_first:
+                del refs[b]
+            self._free.extend(tail_first)
+            return
+        for b in tail_first:
             n = refs[b] - 1
             if n:
                 refs[b] = n

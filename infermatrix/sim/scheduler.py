@@ -25,13 +25,11 @@ from .prefix_cache import BlockPool
 
 # Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
 ADMISSION_WATERMARK = 0.01
-# Longest run of decode steps applied at once in virtual time (an arrival cuts it short, and
-# the steps past the cut were computed for nothing).
-MAX_STREAK = 512
 
 
 # sink(seq, n, t, times): n tokens emitted, the last at model time t; ``times`` holds one time
-# per token when they were emitted by several steps at once (virtual-time decode streaks).
+# per token (a numpy array) when they were emitted by several steps at once (a virtual-time
+# decode phase; the sequences of one phase may share the array: read it, never change it).
 Sink = Callable[["Seq", int, float, Sequence[float] | None], None]
 
 
@@ -130,12 +128,15 @@ class EngineCore:
         pool = self.pool
         running = self.running
         preempted = False
+        bs, spec = self.bs, self.draft
         i = 0
         while i < len(running) and budget > 0:
             seq = running[i]
-            n = min(seq.target - seq.num_computed, budget)
-            draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
-            need = self.blocks_needed(seq.num_computed + n + draft) - len(seq.blocks)
+            # (the target property and blocks_needed, inlined: this loop runs per sequence)
+            left = seq.prompt_len + seq.num_output - seq.num_computed
+            n = left if left < budget else budget
+            draft = spec if spec and seq.num_output and n == left else 0
+            need = -(-(seq.num_computed + n + draft) // bs) - len(seq.blocks)
             if need > 0:
                 while pool.free_blocks < need and running[-1] is not seq:
                     self._preempt(running[-1])
@@ -156,11 +157,12 @@ class EngineCore:
         pairs = 0.0
         pure = True
         for seq, n, draft in entries:
+            done = seq.num_computed
             tokens += n
             drafts += draft
-            kv_read += seq.num_computed + n
-            pairs += n * seq.num_computed + n * (n + 1) / 2
-            if n != 1 or seq.num_computed + 1 != seq.target:
+            kv_read += done + n
+            pairs += n * done + n * (n + 1) / 2
+            if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
                 pure = False
         seqs = len(entries)
         return Step(entries, BatchShape(tokens, seqs, kv_read, pairs, drafts), pure)
@@ -216,12 +218,16 @@ class EngineCore:
         """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
         self.steps_total += 1
         any_done = False
+        emitted = 0
         for seq, n, draft in step.entries:
             if seq.aborted:
                 continue
-            seq.num_computed += n
-            self._commit(seq)
-            if seq.num_computed < seq.target:
+            computed = seq.num_computed + n
+            seq.num_computed = computed
+            if seq.committed < len(seq.hashes):  # full prompt blocks to share
+                self._commit(seq)
+            target = seq.prompt_len + seq.num_output
+            if computed < target:
                 continue  # mid-prefill chunk
             g = 1
             if draft:
@@ -231,10 +237,15 @@ class EngineCore:
                 g += accepted
             g = min(g, seq.max_tokens - seq.num_output)
             seq.num_output += g
-            seq.num_computed = seq.target - 1
-            self._emit(seq, g, t)
+            seq.num_computed = target + g - 1
+            emitted += g
+            if seq.first_at < 0:
+                seq.first_at = t
             if seq.num_output >= seq.max_tokens:
-                any_done = True
+                seq.done = any_done = True
+            if seq.sink is not None:
+                seq.sink(seq, g, t, None)
+        self.generation_tokens_total += emitted
         if any_done:
             self._reap()
 
@@ -244,15 +255,6 @@ class EngineCore:
             for j in range(seq.committed, full):
                 self.pool.commit(seq.blocks[j], seq.hashes[j])
             seq.committed = full
-
-    def _emit(self, seq: Seq, g: int, t: float) -> None:
-        self.generation_tokens_total += g
-        if seq.first_at < 0:
-            seq.first_at = t
-        if seq.num_output >= seq.max_tokens:
-            seq.done = True
-        if seq.sink is not None:
-            seq.sink(seq, g, t, None)
 
     def _reap(self) -> None:
         keep = []
@@ -266,84 +268,113 @@ class EngineCore:
         self.running = keep
 
     # ------------------------------------------------------------------ virtual-time fast path
+    #
+    # A decode phase: consecutive decode-only steps that stepping one at a time would repeat
+    # with the same batch. Its step times are computed one by one (the performance model is a
+    # function of the batch) but the sequences are advanced once, at the phase's end.
 
-    def decode_streak(self, step: Step, first_end: float) -> list[float]:
-        """End times of consecutive decode-only steps that a one-by-one run would repeat
-        identically: the batch cannot change before the last of them because no sequence
-        finishes earlier, no waiting sequence could be admitted, and the KV blocks suffice.
-        The first step is ``step`` itself. An arrival during the streak cuts it short (the
-        caller truncates ``ends``), so the result equals stepping one at a time. With
-        speculative decoding, step times assume the mean number of accepted tokens.
-        """
-        ends = [first_end]
+    def phase_limit(self, step: Step) -> int:
+        """How many decode steps, ``step`` first, run with this batch unless new work arrives:
+        no sequence finishes before the last of them, no waiting sequence could be admitted,
+        and the KV blocks suffice. 1 when ``step`` does not start a phase. With speculative
+        decoding, step times assume the mean number of accepted tokens."""
         seqs = self.running
         if (not step.pure_decode or len(step.entries) != len(seqs)
                 or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
-            return ends
-        per_step = 1.0 + self.accept_mean if self.draft else 1.0
-        if self.draft:  # stop before any sequence could reach its end mid-streak
-            k = min(int((s.max_tokens - s.num_output - 1) / per_step) for s in seqs)
-        else:  # the last step may finish sequences: finish_streak handles that exactly
-            k = min(s.max_tokens - s.num_output for s in seqs)
-        k = min(k, MAX_STREAK)
-        while k > 1 and self._streak_blocks(seqs, k, per_step) > self.pool.free_blocks:
-            k //= 2
-        if k <= 1:
-            return ends
-        b = len(seqs)
-        context = step.shape.kv_read - b  # tokens held before the first step
+            return 1
+        per_step = self.tokens_per_step
+        left = min([s.max_tokens - s.num_output for s in seqs])
+        # with drafts, stop before any sequence could reach its end mid-phase; without, the
+        # last step may finish sequences (finish_streak handles that exactly)
+        k = int((left - 1) / per_step) if self.draft else left
+        if k > 1:
+            held = [(s.num_computed, len(s.blocks)) for s in seqs]
+            while k > 1 and self._streak_blocks(held, k, per_step) > self.pool.free_blocks:
+                k //= 2
+        return max(k, 1)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens a decoding sequence gains per step (1, or 1 + mean accepted drafts)."""
+        return 1.0 + self.accept_mean if self.draft else 1.0
+
+    def extend_phase(self, step: Step, ends: list[float], horizon: float, at_least: int,
+                     limit: int) -> None:
+        """Append the end times of the phase's next steps to ``ends`` (``ends[0]`` is
+        ``step``'s): until one ends at or after ``horizon`` and there are ``at_least``, never
+        more than ``limit``."""
+        b = len(step.entries)
+        context = step.shape.kv_read - b  # tokens held before the phase's first step
+        per_step = self.tokens_per_step
         decode_time = self.perf.decode_time
         draft = self.draft
-        t = first_end
-        for j in range(1, k):
+        j = len(ends)
+        t = ends[-1]
+        while j < limit and (j < at_least or t < horizon):
             t += decode_time(b, int(context + j * b * per_step), draft)
             ends.append(t)
-        return ends
+            j += 1
 
-    def _streak_blocks(self, seqs: Sequence[Seq], k: int, per_step: float) -> int:
-        """Blocks the sequences may need beyond what they hold, after ``k`` more steps."""
+    def _streak_blocks(self, held: Sequence[tuple[int, int]], k: int, per_step: float) -> int:
+        """Blocks the sequences (tokens computed, blocks held) may need beyond what they hold,
+        after ``k`` more steps."""
         grow = int(k * per_step) + 1 + self.draft
+        bs = self.bs
         need = 0
-        for s in seqs:
-            extra = self.blocks_needed(s.num_computed + grow) - len(s.blocks)
+        for computed, blocks in held:
+            extra = -(-(computed + grow) // bs) - blocks
             if extra > 0:
                 need += extra
         return need
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
-        """Apply ``len(ends)`` decode steps at once (see decode_streak)."""
+        """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
-        pool = self.pool
+        allocate, bs, spec = self.pool.allocate, self.bs, self.draft
         any_done = False
         mean = self.accept_mean
-        for seq, _, _ in step.entries:
-            if seq.aborted:
-                continue
-            times: Sequence[float] | None = ends if want_times else None
-            if self.draft:
+        first, last = ends[0], ends[-1]
+        emitted = 0
+        shared = np.asarray(ends) if want_times else None  # one array for the whole batch
+        seqs = [seq for seq, _, _ in step.entries if not seq.aborted]
+        spec_times = self._spec_times(seqs, shared) if spec and want_times else None
+        for i, seq in enumerate(seqs):
+            times: Sequence[float] | None = shared
+            g = k
+            if spec:
                 # the credit recursion of finish() over k steps, in closed form
                 total_accepted = int(seq.credit + k * mean)
-                if want_times:
-                    marks = np.floor(seq.credit + np.arange(k + 1) * mean)
-                    times = np.repeat(np.asarray(ends), 1 + np.diff(marks).astype(np.int64)).tolist()
+                if spec_times is not None:
+                    times = spec_times[i]
                 seq.credit = seq.credit + k * mean - total_accepted
-                g = k + total_accepted
-            else:
-                g = k
-            seq.num_computed += g
-            need = self.blocks_needed(seq.num_computed + self.draft) - len(seq.blocks)
+                g += total_accepted
+            computed = seq.num_computed + g
+            need = -(-(computed + spec) // bs) - len(seq.blocks)
             if need > 0:
-                seq.blocks += pool.allocate(need)  # type: ignore[operator]
-            self._commit(seq)
+                seq.blocks += allocate(need)  # type: ignore[operator]
+            seq.num_computed = computed  # = target - 1: its last token is computed next step
+            if seq.committed < len(seq.hashes):  # full prompt blocks to share
+                self._commit(seq)
             seq.num_output += g
-            seq.num_computed = seq.target - 1
-            self.generation_tokens_total += g
+            emitted += g
             if seq.first_at < 0:
-                seq.first_at = ends[0]
+                seq.first_at = first
             if seq.num_output >= seq.max_tokens:
                 seq.done = any_done = True
             if seq.sink is not None:
-                seq.sink(seq, g, ends[-1], times)
+                seq.sink(seq, g, last, times)
+        self.generation_tokens_total += emitted
         if any_done:
             self._reap()
+
+    def _spec_times(self, seqs: Sequence[Seq], ends: np.ndarray) -> list[np.ndarray]:
+        """Per sequence, the time of each token of a phase under speculative decoding: a step
+        emits 1 + the drafts accepted in it, as finish()'s credit recursion accepts them (the
+        whole batch in one numpy pass, then one view per sequence)."""
+        k = len(ends)
+        credits = np.array([s.credit for s in seqs])
+        marks = np.floor(credits[:, None] + np.arange(k + 1) * self.accept_mean)
+        counts = 1 + np.diff(marks, axis=1).astype(np.int64)  # tokens per sequence per step
+        flat = np.repeat(np.tile(ends, len(seqs)), counts.ravel())
+        return np.split(flat, np.cumsum(counts.sum(axis=1))[:-1])

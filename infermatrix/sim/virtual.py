@@ -15,6 +15,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .clock import VirtualKernel
 from .config import SimConfig
 from .engine import Deployment, EngineRequest, RequestRecord
@@ -68,8 +70,7 @@ class SimResult:
 
     def itl(self) -> list[float]:
         """Gaps between token times (0 for tokens that arrived in the same chunk)."""
-        ts = self.token_times
-        return [ts[i] - ts[i - 1] for i in range(1, len(ts))]
+        return np.diff(np.asarray(self.token_times, dtype=np.float64)).tolist()
 
 
 @dataclass
@@ -124,19 +125,17 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
                 release_children(i)
                 continue
             in_flight += 1
-            deployment.submit(ereq, lambda rec, n, t, i=i: on_update(i, rec))
+            deployment.submit(ereq, on_done=lambda rec, i=i: on_done(i, rec))
 
-    def on_update(i: int, rec: RequestRecord) -> None:
+    def on_done(i: int, rec: RequestRecord) -> None:
         nonlocal in_flight
-        if not rec.done:
-            return
         res = results[i]
         assert res is not None
         res.completion_tokens = rec.completion_tokens
         res.cached_tokens = rec.cached_tokens
         res.first_token_at = rec.first_token_at
         res.finished_at = rec.finished_at
-        res.token_times = rec.token_times if rec.token_times is not None else ()
+        res.token_times = rec.token_times.array() if rec.token_times is not None else ()
         res.preemptions = rec.preemptions
         res.instance = rec.instance
         in_flight -= 1

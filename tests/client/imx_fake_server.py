@@ -53,6 +53,10 @@ class Behaviour:
     header_delay: float = 0.0  # delay before the response headers
     stream_error_after: int | None = None  # an in-stream {"error": …} event after n tokens
     empty_output: bool = False  # a stream with no text at all
+    malformed_after: int | None = None  # after n tokens, an event whose JSON is cut off
+    bad_utf8_after: int | None = None  # after n tokens, an event whose bytes are not UTF-8
+    endless_line: bool = False  # after the first token, a data: line that never ends
+    endless_events: bool = False  # text events without end, as fast as the client reads
 
 
 @dataclass
@@ -213,15 +217,13 @@ class FakeServer:
         )
         await resp.prepare(request)
 
-        async def emit(payload: dict[str, Any] | str) -> None:
-            data = payload if isinstance(payload, str) else json.dumps(payload)
-            nl = "\r\n" if b.crlf else "\n"
-            sep = "data:" if b.no_space else "data: "
-            raw = ""
-            if b.pings:
-                raw += f": ping{nl}"
-            raw += f"{sep}{data}{nl}{nl}"
-            enc = raw.encode()
+        async def emit(payload: dict[str, Any] | str | bytes) -> None:
+            if isinstance(payload, dict):
+                payload = json.dumps(payload)
+            data = payload if isinstance(payload, bytes) else payload.encode()
+            nl = b"\r\n" if b.crlf else b"\n"
+            sep = b"data:" if b.no_space else b"data: "
+            enc = (b": ping" + nl if b.pings else b"") + sep + data + nl + nl
             if b.split_writes:
                 for i in range(0, len(enc), 7):
                     await resp.write(enc[i : i + 7])
@@ -245,6 +247,9 @@ class FakeServer:
         sent = 0
         t_first = arrival + b.ttft
         event_no = 0
+        if faulty and (b.endless_line or b.endless_events):
+            await self._endless(resp, emit, rid, obj)
+            return resp
         while sent < out:
             if faulty and b.stall_after is not None and sent >= b.stall_after:
                 await self._sleep(3600)
@@ -256,6 +261,13 @@ class FakeServer:
             if faulty and b.stream_error_after is not None and sent >= b.stream_error_after:
                 await emit({"error": {"message": "injected stream error", "code": 500}})
                 break
+            if faulty and sent == b.malformed_after:
+                await emit(f'{{"id": "{rid}", "object": "{obj}", "choices": [{{"index": 0, "te')
+            if faulty and sent == b.bad_utf8_after:
+                await emit(
+                    f'{{"id": "{rid}", "object": "{obj}", "choices": [{{"index": 0, "text": "'.encode()
+                    + b'\xff\xfe"}]}'
+                )
             k = min(b.tokens_per_event, out - sent)
             text = "".join(f"w{sent + i} " for i in range(k))
             # the event with its last token index `sent + k - 1` is due at ttft + that * tpot
@@ -276,6 +288,7 @@ class FakeServer:
             truth.tokens.append(k)
             sent += k
             event_no += 1
+        usage_out = sent + b.usage_offset
         if b.usage and (body.get("stream_options") or {}).get("include_usage"):
             await emit(
                 {
@@ -284,8 +297,8 @@ class FakeServer:
                     "choices": [],
                     "usage": {
                         "prompt_tokens": _words(body),
-                        "completion_tokens": sent + b.usage_offset,
-                        "total_tokens": _words(body) + sent + b.usage_offset,
+                        "completion_tokens": usage_out,
+                        "total_tokens": _words(body) + usage_out,
                     },
                 }
             )
@@ -293,6 +306,29 @@ class FakeServer:
             await emit("[DONE]")
         await resp.write_eof()
         return resp
+
+    async def _endless(self, resp: web.StreamResponse, emit: Any, rid: str, obj: str) -> None:
+        """One token, then a line or a stream of events that never ends, until the client
+        hangs up or the server stops."""
+        b = self.b
+        await emit({"id": rid, "object": obj, "choices": [{"index": 0, "text": "w0 "}]})
+        if b.endless_line:
+            await resp.write(b'data: {"id": "' + rid.encode() + b'", "choices": [{"text": "')
+        piece = b"x" * 65536
+        assert self._stop is not None
+        i = 1
+        try:
+            while not self._stop.is_set():
+                if b.endless_line:
+                    await resp.write(piece)
+                else:
+                    await emit(
+                        {"id": rid, "object": obj, "choices": [{"index": 0, "text": f"w{i} "}]}
+                    )
+                    i += 1
+                await asyncio.sleep(0)  # let the loop serve the hang-up
+        except (ConnectionError, RuntimeError):
+            pass  # the client closed the connection: that is the expected end
 
     async def _sleep(self, s: float) -> None:
         assert self._stop is not None

@@ -21,7 +21,7 @@ CHUNKED = (
 def test_chunked_decoder_at_every_split() -> None:
     for cut in range(len(CHUNKED) + 1):
         d = _Chunked()
-        out = b"".join(d.feed(CHUNKED[:cut]) + d.feed(CHUNKED[cut:]))
+        out = d.feed(CHUNKED[:cut]) + d.feed(CHUNKED[cut:])
         assert out == b"data:" + BODY[5:] and d.done, cut
 
 
@@ -120,3 +120,20 @@ def test_truncated_chunked_body_is_a_disconnect() -> None:
             assert e.value.kind == "disconnect"
 
     asyncio.run(with_server(handler, body))
+
+
+def test_chunked_decoder_many_chunks_in_one_read_with_extensions() -> None:
+    pieces = [b"data: %d\n\n" % i for i in range(20)]
+    raw = b"".join(
+        b"%x%s\r\n%s\r\n" % (len(p), b";x=1" if i % 3 else b"", p) for i, p in enumerate(pieces)
+    )
+    raw += b"0\r\n\r\n"
+    for cut in range(0, len(raw) + 1, 7):
+        d = _Chunked()
+        assert d.feed(raw[:cut]) + d.feed(raw[cut:]) == b"".join(pieces) and d.done, cut
+
+
+@pytest.mark.parametrize("line", [b"-5", b"0x5", b"+5", b"5_0", b" ", b"f" * 17])
+def test_chunk_size_lines_that_are_not_hex_are_rejected(line: bytes) -> None:
+    with pytest.raises(HTTPError):
+        _Chunked().feed(line + b"\r\nhello\r\n")

@@ -105,3 +105,19 @@ def test_compute_aggregates() -> None:
 def test_nothing_completed_gives_none_not_zero() -> None:
     m = compute([rec(0.0, [], [], error="http_500")], 0.0, 1.0, TOK, [99], ["ttft"], {})
     assert m["completed"] == 0 and m["mean_ttft_ms"] is None and m["median_tpot_ms"] is None
+
+
+def test_itl_per_token_spreads_a_gap_over_its_event_and_numpy_arrays_are_taken_as_is() -> None:
+    one = [rec(0.0, [0.1, 0.2, 0.4], ["a ", "b ", "c "], usage=3)]
+    m = compute(one, 0.0, 1.0, TOK, [50], ["itl"], {})
+    assert m["mean_itl_per_token_ms"] == m["mean_itl_ms"] == pytest.approx(150)
+    assert m["p50_itl_per_token_ms"] == m["p50_itl_ms"]
+    # two tokens in the second event: its 100 ms gap counts as 2 × 50 ms per token
+    multi = [rec(0.0, [0.1, 0.2, 0.4], ["a ", "b c ", "d "], usage=4)]
+    m = compute(multi, 0.0, 1.0, TOK, [50], ["itl"], {})
+    assert m["mean_itl_ms"] == pytest.approx(150)
+    assert m["mean_itl_per_token_ms"] == pytest.approx((50 + 50 + 200) / 3)
+    assert m["max_output_tokens_per_s"] == 4
+    arr = rec(0.0, [0.1, 0.2, 0.4], ["a ", "b ", "c "], usage=3)
+    arr.event_times = np.array(arr.event_times)  # what a virtual-time level hands over
+    assert compute([arr], 0.0, 1.0, TOK, [50], ["itl"], {}) == compute(one, 0.0, 1.0, TOK, [50], ["itl"], {})

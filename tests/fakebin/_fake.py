@@ -207,7 +207,7 @@ def sbatch(argv: list[str]) -> None:
     for line in script.read_text().splitlines():
         if line.startswith("#SBATCH "):
             key, _, value = line[len("#SBATCH "):].partition("=")
-            opts[key] = value
+            opts[key] = "".join(shlex.split(value))  # sbatch drops the double quotes
     nodes = int(opts.get("--nodes", "1"))
     jobid = next_job_id()
     out = opts.get("--output", f"slurm-{jobid}.out").replace("%j", jobid)
@@ -263,10 +263,10 @@ def ssh(argv: list[str]) -> None:
     i = 0
     while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
         i += 2 if argv[i] in SSH_VALUE_OPTS else 1
+    if argv[i:i + 1] == ["--"]:  # ssh OPTIONS -- HOST COMMAND
+        i += 1
     host = argv[i]
     rest = argv[i + 1:]
-    if rest[:1] == ["--"]:
-        rest = rest[1:]
     remote = " ".join(rest)
     words = shlex.split(remote)
     if "exec" in words:  # a server launch: keep the set-up, swap the server for the sim

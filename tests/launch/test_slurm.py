@@ -68,10 +68,10 @@ def test_multi_node_disaggregated_sbatch(fake_cluster: FakeCluster, monkeypatch)
 
     assert fake_cluster.calls("sbatch") == [["--parsable", str(job_dir / "job.sbatch")]]
     header = [ln for ln in (job_dir / "job.sbatch").read_text().splitlines() if ln.startswith("#SBATCH")]
-    assert header == [f"#SBATCH --job-name={scope}", "#SBATCH --nodes=8", "#SBATCH --exclusive",
-                      "#SBATCH --partition=gb300", "#SBATCH --account=infermatrix",
-                      f"#SBATCH --time={manifest['job']['timeout_minutes']}", "#SBATCH --gres=gpu:4",
-                      f"#SBATCH --output={job_dir}/slurm-%j.log"]
+    assert header == [f'#SBATCH --job-name="{scope}"', '#SBATCH --nodes="8"', "#SBATCH --exclusive",
+                      '#SBATCH --partition="gb300"', '#SBATCH --account="infermatrix"',
+                      f'#SBATCH --time="{manifest["job"]["timeout_minutes"]}"',
+                      '#SBATCH --gres="gpu:4"', f'#SBATCH --output="{job_dir}/slurm-%j.log"']
     servers = {_name(c): c for c in fake_cluster.calls("srun") if "nvidia-smi" not in c}
     tail = ["--custom_tokenizer", "deepseek_v4", "--tool_parser", "deepseek_v4"]
     model = "deepseek-ai/DeepSeek-V4-Pro"

@@ -31,12 +31,12 @@ def test_ascend_over_ssh(fake_cluster: FakeCluster, monkeypatch, tmp_path) -> No
     base = f"{remote}/{scope}"
 
     calls = fake_cluster.calls("ssh")
-    launches = {c[6]: c for c in calls if "exec" in c[-1]}
+    launches = {c[7]: c for c in calls if "exec" in c[-1]}
     assert sorted(launches) == hosts  # one process per node, the router beside prefill's head
     for argv in calls:
         assert argv[:6] == ["-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-l", "bench"]
     router = next(c for c in calls if "sglang_router" in c[-1])
-    assert router[6:8] == [hosts[0], "--"]
+    assert router[6:8] == ["--", hosts[0]]  # `--` first: no host is read as an ssh option
     words = shlex.split(router[8])
     assert words[:7] == ["mkdir", "-p", f"{base}/router", "&&", "cd", f"{base}/router", "&&"]
     assert words[7:12] == ["echo", "$$", ">", f"{base}/router.pid", "&&"]
@@ -59,7 +59,7 @@ def test_ascend_over_ssh(fake_cluster: FakeCluster, monkeypatch, tmp_path) -> No
 
     # teardown: TERM then KILL on each host, naming only our pid files
     kills = [c for c in calls if c[-1].startswith("for f in")]
-    assert sorted(c[6] for c in kills if "kill -KILL" in c[-1]) == hosts
+    assert sorted(c[7] for c in kills if "kill -KILL" in c[-1]) == hosts
     for c in kills:
         assert all(f.startswith(f"{base}/") for f in shlex.split(c[-1]) if f.endswith(".pid"))
     for conc in (1, 2):

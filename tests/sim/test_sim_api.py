@@ -145,4 +145,6 @@ def test_stream_interval_sends_the_first_token_then_chunks(sim_server) -> None:
     words = out.text_words
     assert out.usage["completion_tokens"] == 12 == sum(words)
     assert words[0] < 5  # the first token goes out at once (a loaded loop may merge a second)
-    assert all(w == 5 for w in words[1:-1]) and words[-1] <= 5
+    # Later events carry stream_interval tokens each; a server lagging behind its clock on a
+    # loaded machine sends what is due at once, so an event may hold more, never fewer.
+    assert all(w >= 5 for w in words[1:-1]) and len(words) <= 4

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...catalog.safety import CONTROL
 from ...engines import Process, join, quote, render
 from ..readiness import Canary
 from .base import (
@@ -39,12 +40,24 @@ NODES_TIMEOUT_S = 3600.0  # queue wait until the job starts
 LAUNCH_WAIT_S = 600  # how long the batch script waits for the runner's launch.sh
 
 
+def sbatch_directive(option: str) -> str:
+    """One ``#SBATCH --name="value"`` line. sbatch reads a directive up to white space unless
+    it is double-quoted, and the line ends at a newline: so the value is double-quoted and may
+    hold no control character, quote or backslash (fleet values are checked at load; this
+    refuses anything else, e.g. a job folder with a quote in its name)."""
+    name, eq, value = option.partition("=")
+    if CONTROL.search(option) or '"' in value or "\\" in value:
+        raise LaunchError(f"cannot write {option[:80]!r} on an #SBATCH line: control character, "
+                          "quote or backslash")
+    return f'#SBATCH {name}="{value}"' if eq else f"#SBATCH {name}"
+
+
 def batch_script(ctx: LaunchContext, nnodes: int) -> str:
     d = ctx.job_dir
     nodes, launch = quote(str(d / "nodes")), quote(str(d / "launch.sh"))
+    options = [*allocation_options(ctx, nnodes), f"--output={d}/slurm-%j.log"]
     return "\n".join([
-        "#!/bin/bash", *(f"#SBATCH {o}" for o in allocation_options(ctx, nnodes)),
-        f"#SBATCH --output={d}/slurm-%j.log", "set -euo pipefail",
+        "#!/bin/bash", *(sbatch_directive(o) for o in options), "set -euo pipefail",
         f'scontrol show hostnames "$SLURM_JOB_NODELIST" > {nodes}.tmp',
         f"mv {nodes}.tmp {nodes}",
         f"for _ in $(seq {LAUNCH_WAIT_S}); do",

@@ -1,6 +1,6 @@
 """SSH backend: fleets of fixed hosts with no scheduler (the Ascend A3 deployment).
 
-``${NODE_i}`` is the fleet's i-th host. Each process runs as ``ssh HOST -- <command>`` with the
+``${NODE_i}`` is the fleet's i-th host. Each process runs as ``ssh -- HOST <command>`` with the
 client attached, so its output is the log and its exit is the process's exit. The remote shell
 writes its pid to a file named by the run scope, then ``exec``s the server, which keeps that
 pid and leads its process group (sshd starts each command in a new session); teardown kills
@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections import defaultdict
 
+from ...catalog.safety import UnsafeValue, safe_host
 from ...engines import Process, render
 from .base import (
     LaunchContext,
@@ -34,8 +35,14 @@ STOP_GRACE_S = 10
 
 
 def ssh_argv(ctx: LaunchContext, host: str, remote: str) -> list[str]:
+    """``ssh OPTIONS -- HOST REMOTE``: the ``--`` ends ssh's options before the host, so no
+    host (already checked at load) can ever be read as one (``-oProxyCommand=...``)."""
+    try:
+        safe_host(host)
+    except UnsafeValue as exc:
+        raise LaunchError(f"fleet {ctx.fleet_label}: {exc}") from None
     user = ["-l", ctx.fleet.ssh_user] if ctx.fleet.ssh_user else []
-    return ["ssh", *SSH_OPTIONS, *user, host, "--", remote]
+    return ["ssh", *SSH_OPTIONS, *user, "--", host, remote]
 
 
 def remote_dir(ctx: LaunchContext) -> str:
