@@ -152,10 +152,10 @@ def test_sbatch_multi_node_capacity_job(fake_cluster: FakeCluster, monkeypatch, 
     assert fake_cluster.calls("sbatch") == [["--parsable", str(job_dir / "job.sbatch")]]
     header = [ln for ln in (job_dir / "job.sbatch").read_text().splitlines()
               if ln.startswith("#SBATCH")]
-    assert header == [f"#SBATCH --job-name={scope}", "#SBATCH --nodes=8", "#SBATCH --exclusive",
-                      "#SBATCH --partition=gb300", "#SBATCH --account=infermatrix",
-                      f"#SBATCH --time={job['timeout_minutes']}", "#SBATCH --gres=gpu:4",
-                      f"#SBATCH --output={job_dir}/slurm-%j.log"]
+    assert header == [f'#SBATCH --job-name="{scope}"', '#SBATCH --nodes="8"', "#SBATCH --exclusive",
+                      '#SBATCH --partition="gb300"', '#SBATCH --account="infermatrix"',
+                      f'#SBATCH --time="{job["timeout_minutes"]}"', '#SBATCH --gres="gpu:4"',
+                      f'#SBATCH --output="{job_dir}/slurm-%j.log"']
     servers = {next(a for a in c if a.startswith("--chdir=")).rsplit("/", 1)[1]: c
                for c in fake_cluster.calls("srun") if "nvidia-smi" not in c}
     assert sorted(servers) == ["decode-0", *(f"prefill-{i}" for i in range(6)), "router"]
