@@ -11,6 +11,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..catalog.loader import Catalog, load_catalog
 from ..catalog.safety import safe_id
 from ..catalog.schema import MAX_CONCURRENCY
@@ -101,6 +103,11 @@ def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None
         raise UsageError(f"{path}: holds {len(items)} matching jobs; name one with --job-id")
     try:
         return _check_job(Job.model_validate(items[0]))
+    except ValidationError as exc:  # the first problem, where it is: one line
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UsageError(f"{path}: not a job: {where + ': ' if where else ''}{msg}") from None
     except ValueError as exc:
         raise UsageError(f"{path}: not a job: {str(exc).splitlines()[0]}") from None
 

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..catalog.loader import Catalog
 from ..catalog.validate import entry_recipes, fleet_fits
@@ -63,6 +63,16 @@ class Job(BaseModel):
     timeout_minutes: int
     measurement: Measurement
     evals: list[EvalStep]
+
+    @model_validator(mode="after")
+    def _one_list_of_levels(self) -> Job:
+        """``concurrency`` is the levels measurement's list (kept for readers of plans), and a
+        capacity job has none: a hand-edited job cannot say two things."""
+        levels = getattr(self.measurement, "concurrency", [])
+        if self.concurrency != levels:
+            raise ValueError(f"concurrency {self.concurrency} differs from the measurement's "
+                             f"{levels}")
+        return self
 
     @property
     def capacity(self) -> CapacityMeasurement | None:

@@ -162,3 +162,15 @@ def test_plan_outputs_fit_githubs_output_limit(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(github, "OUTPUT_CAP", size - 1)
     with pytest.raises(CapacityError, match=f"20 jobs make {size:,} bytes of plan outputs"):
         github_outputs(jobs)
+
+
+def test_a_job_says_its_levels_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A hand-edited job file whose levels disagree with its measurement is one line, exit 2."""
+    job = fake_job(1).model_dump(mode="json")
+    job["concurrency"] = [1, 2, 64]
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    assert main(["run", str(path), "--output-dir", str(tmp_path / "out"), "--engine", "sim"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "differs from the measurement's [1, 2]" in err
+    assert not (tmp_path / "out").exists()
