@@ -9,18 +9,6 @@ from pathlib import Path
 from infermatrix.cli import main
 from infermatrix.results import agentic
 
-WORKLOAD = """
-agentic-tiny:
-  kind: agentic
-  sessions:
-    source: synthetic
-    distributions: {sessions: 16, turns: 4, system_prompt_tokens: 512, user_tokens: 64,
-                    output_tokens: 32, tool_delay_s: 0.5}
-    duration_s: 20
-    warmup_s: 5
-  slo_tiers:
-    - {name: FAST, min_output_speed: 50, max_ttft_s: 1}
-"""
 SWEEP = """
 description: levels and capacity in one entry
 entries:
@@ -31,9 +19,11 @@ entries:
 """
 
 
-def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path) -> None:
-    wl = catalog_copy / "matrix" / "workloads.yaml"
-    wl.write_text(wl.read_text() + WORKLOAD)
+def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path,
+                                             add_agentic_workload) -> None:  # noqa: ANN001
+    add_agentic_workload("agentic-tiny", tier=("FAST", 50, 1), duration_s=20, warmup_s=5,
+                         sessions=16, turns=4, system_prompt_tokens=512, user_tokens=64,
+                         output_tokens=32, tool_delay_s=0.5)
     (catalog_copy / "matrix" / "sweeps" / "mixed.yaml").write_text(SWEEP)
     out = tmp_path / "results"
     assert main(["sweep", "mixed", "--virtual", "--root", str(catalog_copy), "--output-dir",

@@ -9,23 +9,12 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from launch_helpers import FakeCluster
 
 from infermatrix.cli import main
 from infermatrix.results import agentic
 
-WORKLOAD = """
-agentic-tiny:
-  kind: agentic
-  sessions:
-    source: synthetic
-    distributions: {sessions: 8, turns: 3, system_prompt_tokens: 64, user_tokens: 32,
-                    output_tokens: 16, tool_delay_s: 0.05}
-    duration_s: 2
-    warmup_s: 0.5
-  slo_tiers:
-    - {name: EASY, min_output_speed: 1, max_ttft_s: 60}
-"""
 SWEEP = """
 description: one capacity job
 entries:
@@ -35,14 +24,18 @@ entries:
 """
 
 
+@pytest.fixture(autouse=True)
+def _tiny_workload(add_agentic_workload) -> None:  # noqa: ANN001
+    add_agentic_workload("agentic-tiny", tier=("EASY", 1, 60), duration_s=2, warmup_s=0.5,
+                         sessions=8, turns=3, system_prompt_tokens=64, user_tokens=32,
+                         output_tokens=16, tool_delay_s=0.05)
+
+
 def plan_and_run(cluster: FakeCluster, capsys, recipe: str, run_id: str  # noqa: ANN001
                  ) -> tuple[dict, Path, dict, dict]:
     """Plan the one-entry capacity sweep for ``recipe``, run its job file as job.yml would;
     (planned job, job folder, manifest, capacity document)."""
     root = cluster.root
-    wl = root / "matrix" / "workloads.yaml"
-    if "agentic-tiny" not in wl.read_text():
-        wl.write_text(wl.read_text() + WORKLOAD)
     (root / "matrix" / "sweeps" / "capt.yaml").write_text(SWEEP.format(recipe=recipe))
     assert main(["plan", "capt", "--root", str(root), "--format", "json"]) == 0
     plan = cluster.out.parent / "plan.json"
