@@ -34,8 +34,8 @@ PASSTHROUGH: dict[str, tuple[str, str, str]] = {
 OWN: dict[str, tuple[str, str]] = {
     "validate": ("infermatrix.catalog.cli", "check every catalog file; one line per problem"),
     "plan": ("infermatrix.plan.cli", "expand a sweep into jobs (table, json, GitHub shards)"),
-    "run": ("infermatrix.launch.cli", "run one job: launch, prove it serves, sweep, tear down"),
-    "sweep": ("infermatrix.launch.sweep_cli", "plan, run every job locally, collect and report"),
+    "run": ("infermatrix.commands.run", "run one job: launch, prove it serves, measure, tear down"),
+    "sweep": ("infermatrix.commands.sweep", "plan, run every job locally, collect and report"),
 }
 
 

@@ -21,3 +21,27 @@ def catalog_copy(tmp_path: Path) -> Path:
     for part in ("matrix", "runners", "benchmarks"):
         shutil.copytree(REPO / part, tmp_path / part)
     return tmp_path
+
+
+@pytest.fixture
+def add_agentic_workload(catalog_copy: Path):  # noqa: ANN201
+    """add_agentic_workload(name, sessions=…, turns=…, …, tier=(NAME, speed, ttft_s)): append a
+    small synthetic agentic workload to the scratch catalog's workloads.yaml."""
+
+    def add(name: str, *, tier: tuple[str, float, float], duration_s: float, warmup_s: float,
+            **distributions: float) -> None:
+        dists = ", ".join(f"{k}: {v}" for k, v in distributions.items())
+        path = catalog_copy / "matrix" / "workloads.yaml"
+        path.write_text(path.read_text() + f"""
+{name}:
+  kind: agentic
+  sessions:
+    source: synthetic
+    distributions: {{{dists}}}
+    duration_s: {duration_s}
+    warmup_s: {warmup_s}
+  slo_tiers:
+    - {{name: {tier[0]}, min_output_speed: {tier[1]}, max_ttft_s: {tier[2]}}}
+""")
+
+    return add

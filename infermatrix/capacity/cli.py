@@ -30,6 +30,7 @@ from ..client.tokenizer import load_tokenizer
 from ..launch.monitor import GpuMonitor
 from ..launch.provenance import new_run_id
 from ..launch.readiness import NotReady
+from ..plan.measurement import dist_text
 from ..results import agentic
 from ..results.store import Store
 from .normalise import Deployment
@@ -189,7 +190,7 @@ def apply_workload(args: argparse.Namespace, cat: Catalog | None) -> list[SloTie
                 args.dataset_path = str(cat.root / ses.path)
             flags = {k.split("=", 1)[0].strip().replace("-", "_") for k in args.synthetic}
             args.synthetic = [
-                f"{k}={_dist_text(v)}" for k, v in ses.distributions.items() if k not in flags
+                f"{k}={dist_text(v)}" for k, v in ses.distributions.items() if k not in flags
             ] + args.synthetic
             args.duration = args.duration if args.duration is not None else ses.duration_s
             args.warmup = args.warmup if args.warmup is not None else ses.warmup_s
@@ -213,14 +214,6 @@ def apply_workload(args: argparse.Namespace, cat: Catalog | None) -> list[SloTie
     if args.tier:
         return tiers_from(args.tier)
     return wl_tiers or list(DEFAULT_TIERS)
-
-
-def _dist_text(v: Any) -> str:
-    """A workload's distribution (number, flag text or mapping) as flag text."""
-    if isinstance(v, dict):
-        rest = ",".join(f"{k}={x}" for k, x in v.items() if k != "kind")
-        return f"{v.get('kind', 'constant')}:{rest}"
-    return str(v)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

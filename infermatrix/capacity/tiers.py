@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..plan.measurement import DEFAULT_TIERS as PLANNED_DEFAULT_TIERS
+
 
 class SloTier(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -41,9 +43,8 @@ class SloTier(BaseModel):
         )
 
 
-# The AA-AgentPerf tiers published for DeepSeek V4 Pro.
-SLO20 = SloTier(name="SLO20", min_output_speed=20.0, max_ttft_s=10.0)
-SLO60 = SloTier(name="SLO60", min_output_speed=60.0, max_ttft_s=5.0)
+# The AA-AgentPerf tiers published for DeepSeek V4 Pro (one definition, the planner's).
+SLO20, SLO60 = (SloTier.model_validate(t.model_dump()) for t in PLANNED_DEFAULT_TIERS)
 DEFAULT_TIERS: tuple[SloTier, ...] = (SLO20, SLO60)
 
 

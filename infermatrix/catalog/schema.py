@@ -580,6 +580,21 @@ class Workload(Strict):
         return round(self.warmups_per_concurrency * concurrency)
 
 
+class CapacitySearchSpec(Strict):
+    """A sweep entry's bounds for the capacity search of its agentic workloads (the workload's
+    own session settings apply where these are unset)."""
+
+    start: PositiveInt = 1
+    max_concurrency: PositiveInt = 4096
+    resolution: PositiveInt = Field(default=1, description="stop bisecting when this close")
+    time_budget_s: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="stop searching once this much time is spent per job")
+    duration_s: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="measured seconds per level (default: the workload's)")
+    warmup_s: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="unmeasured seconds per level (default: the workload's)")
+
+
 class SweepEntry(Strict):
     recipes: list[str] = Field(min_length=1, description="recipe ids or globs")
     tags: list[str] = Field(default_factory=list,
@@ -587,12 +602,15 @@ class SweepEntry(Strict):
     exclude_tags: list[str] = Field(default_factory=list,
                                     description="leave out recipes with any of these tags")
     workloads: list[Name] = Field(min_length=1)
-    concurrency: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(min_length=1)
+    concurrency: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
+        default_factory=list, description="levels of the fixed workloads (agentic ones search)")
     runners: list[str] | None = Field(
         default=None, description="runner labels; default: the first fleet with the recipe's hardware"
     )
     eval: EvalPolicy | None = Field(
         default=None, description="accuracy evaluations after some levels (docs/accuracy.md)")
+    capacity: CapacitySearchSpec | None = Field(
+        default=None, description="agentic workloads: capacity search bounds (docs/agentic.md)")
     seed_client: Literal["sglang.bench_serving", "benchmark_serving.py"] | None = Field(
         default=None, description="the client the source benchmarked with; docs/catalog.md "
         "prints its command next to ours")

@@ -107,10 +107,9 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
             for j, wl in enumerate(entry.workloads):
                 if wl not in cat.workloads:
                     out.append(origin.problem((*loc, "workloads", j), f"unknown workload {wl!r}"))
-                elif cat.workloads[wl].kind == "agentic":
-                    out.append(origin.problem((*loc, "workloads", j), f"workload {wl!r} is "
-                                              "agentic: sweeps run fixed workloads; measure it "
-                                              f"with `infermatrix capacity --workload {wl}`"))
+                elif cat.workloads[wl].kind == "fixed" and not entry.concurrency:
+                    out.append(origin.problem((*loc, "concurrency"), f"workload {wl!r} is fixed: "
+                                              "the entry needs its concurrency levels"))
             for j, label in enumerate(entry.runners or []):
                 if label != "*" and label not in cat.fleets and ("fleet", label) not in cat.broken:
                     out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))

@@ -1,4 +1,5 @@
-"""The eval step as a job runs it: planned once at start, run after each picked level.
+"""The eval step as a job runs it: planned by the planner (``job.evals``), run after each
+picked level.
 
 ``launch/job.py`` calls ``JobEvals.for_job`` before its level loop and ``after_level`` after each
 level while the server still runs; the manifest entries it returns name the eval files.
@@ -11,12 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.accuracy import AccuracyConfig
 from ..catalog.loader import Catalog
-from ..catalog.yamlsrc import CatalogError
 from ..jsonio import write_json_atomic
-from .config import ACCURACY_FILE, load_accuracy
-from .plan import LevelPlan, entry_for, plan_job, policy_of
+from .plan import LevelPlan
 from .record import EvalRecord, document, file_name, identity_fields
 from .step import Target, now, run_eval
 
@@ -26,24 +24,27 @@ Log = Callable[[str], None]
 @dataclass
 class JobEvals:
     plan: LevelPlan
-    accuracy: AccuracyConfig | None
     root: Path
+    thresholds: dict[tuple[int, str], float | None] = field(default_factory=dict)
     problem: str | None = None  # why the planned evals cannot run (recorded as failed evals)
     records: list[EvalRecord] = field(default_factory=list)
 
     @classmethod
     def for_job(cls, cat: Catalog, job: Any, log: Log) -> JobEvals:
-        if policy_of(entry_for(cat, job.sweep, job.recipe, job.workload)) is None:
-            return cls({}, None, cat.root)  # this sweep asks for no evaluation: nothing to load
-        try:
-            accuracy = load_accuracy(cat.root, cat.models)
-            return cls(plan_job(cat, job, accuracy), accuracy, cat.root)
-        except (CatalogError, KeyError) as exc:
-            # The sweep wants evals but they cannot be set up: record failures, never skip quietly.
-            reason = (f"{ACCURACY_FILE}: {exc}" if isinstance(exc, CatalogError)
-                      else f"unknown eval task {exc} (not in {ACCURACY_FILE})")
-            log(f"  eval set-up failed: {reason}")
-            return cls({max(job.concurrency): []}, None, cat.root, problem=reason)
+        """The evals the planner wrote into the job (``job.evals``); no sweep file is read."""
+        plan: LevelPlan = {}
+        thresholds: dict[tuple[int, str], float | None] = {}
+        problem = None
+        for step in job.evals:
+            plan.setdefault(step.after, [])
+            if step.error is not None or step.spec is None:
+                problem = step.error or f"eval task {step.task!r} has no settings"
+                continue
+            plan[step.after].append((step.task, step.spec))
+            thresholds[(step.after, step.task)] = step.threshold
+        if problem is not None:
+            log(f"  eval set-up failed: {problem}")
+        return cls(plan, cat.root, thresholds, problem)
 
     def after_level(self, concurrency: int, target: Target, identity: dict[str, Any],
                     job_dir: Path, log: Log) -> list[dict[str, Any]]:
@@ -59,9 +60,9 @@ class JobEvals:
             return [_entry(rec)]
         entries = []
         for name, task in self.plan[concurrency]:
-            threshold = self.accuracy.threshold(identity["model"], name) if self.accuracy else None
             rec = run_eval(name, task, target=target, identity=identity, concurrency=concurrency,
-                           job_dir=job_dir, catalog_root=self.root, threshold=threshold, log=log)
+                           job_dir=job_dir, catalog_root=self.root,
+                           threshold=self.thresholds.get((concurrency, name)), log=log)
             self.records.append(rec)
             entries.append(_entry(rec))
         return entries

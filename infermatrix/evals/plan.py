@@ -1,4 +1,6 @@
-"""Which levels of a job evaluate, and what: the sweep entry's ``eval:`` policy, resolved.
+"""Which levels of a job evaluate, and what: the sweep entry's ``eval:`` policy, resolved. The
+planner calls it (``plan/evals.py``) and writes the result into the job; runners never re-match
+sweep entries.
 
 Levels are picked from the sweep entry's whole concurrency list, not the job's: a recipe that
 relaunches per level has one-level jobs, and only the ones holding the picked levels evaluate.
@@ -9,19 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog.accuracy import AccuracyConfig, EvalPolicy, EvalTask
-from ..catalog.loader import Catalog
-from ..catalog.validate import entry_recipes
 
 LevelPlan = dict[int, list[tuple[str, EvalTask]]]
-
-
-def entry_for(cat: Catalog, sweep: str, recipe: str, workload: str) -> Any | None:
-    """The first entry of ``sweep`` that lists ``recipe`` (by id or glob) and ``workload``."""
-    found = cat.sweeps.get(sweep)
-    for entry in found.entries if found is not None else []:
-        if workload in entry.workloads and recipe in entry_recipes(cat, entry):
-            return entry
-    return None
 
 
 def policy_of(entry: Any | None) -> EvalPolicy | None:
@@ -40,10 +31,3 @@ def plan_levels(policy: EvalPolicy | None, accuracy: AccuracyConfig, workload: s
     tasks = accuracy.resolve(policy)
     mine = set(job_concurrency)
     return {c: tasks for c in policy.levels(entry_concurrency) if c in mine}
-
-
-def plan_job(cat: Catalog, job: Any, accuracy: AccuracyConfig) -> LevelPlan:
-    """The eval plan of a planned job (``plan.jobs.Job``) from its sweep's policy."""
-    entry = entry_for(cat, job.sweep, job.recipe, job.workload)
-    concurrency = list(entry.concurrency) if entry is not None else list(job.concurrency)
-    return plan_levels(policy_of(entry), accuracy, job.workload, concurrency, list(job.concurrency))

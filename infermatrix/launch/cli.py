@@ -11,14 +11,24 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..catalog.loader import Catalog, load_catalog
 from ..catalog.safety import safe_id
 from ..catalog.schema import MAX_CONCURRENCY
 from ..errors import UsageError
-from ..plan.jobs import Job, _nodes, _timeout_minutes, fingerprint, job_id
+from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from .backends import BACKENDS, LaunchContext, Launched, starter
 from .deploy import start_sim
-from .job import POLICIES, READY_TIMEOUT_S, STOP_SIGNALS, Interrupted, JobOutcome, run_job
+from .job import (
+    POLICIES,
+    READY_TIMEOUT_S,
+    STOP_SIGNALS,
+    Interrupted,
+    JobOutcome,
+    measure_levels,
+    run_job,
+)
 from .pidfile import reap
 from .provenance import new_run_id
 from .state import run_id_of, should_run, unfinished_jobs
@@ -30,11 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("which job")
     src.add_argument("job_file", nargs="?", type=Path,
                      help="JSON from `infermatrix plan --format json` (a job or a list)")
+    src.add_argument("--job-env", metavar="VAR",
+                     help="read the job JSON from environment variable VAR (job.yml passes each "
+                          "planned job this way, as the planner wrote it)")
     src.add_argument("--job-id", help="pick this job from a list")
     src.add_argument("--recipe", help="recipe id, instead of a job file")
     src.add_argument("--workload", help="workload name, with --recipe")
-    src.add_argument("--runner-label", help="runner fleet label, with --recipe")
-    src.add_argument("--concurrency", type=int, nargs="+", help="levels, with --recipe")
+    src.add_argument("--runner-label", help="runner fleet label, with --recipe (default: the "
+                     "first fleet whose hardware runs the recipe)")
+    src.add_argument("--concurrency", type=int, nargs="+", help="levels, with --recipe (default: "
+                     "those of the sweep that lists the recipe and workload)")
     add_run_arguments(parser)
 
 
@@ -66,16 +81,19 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_job(job: Job) -> Job:
-    """What a job file may not hold: an id that is no file name, levels out of bounds."""
+    """What a job file may not hold: an id that is no file name, levels out of bounds (a
+    capacity job has none: its search picks them within its own bounds)."""
     safe_id(job.id, "job id")  # it names the job's folder
-    if not job.concurrency or not all(1 <= c <= MAX_CONCURRENCY for c in job.concurrency):
+    if job.capacity is None and (
+            not job.concurrency or not all(1 <= c <= MAX_CONCURRENCY for c in job.concurrency)):
         raise ValueError(f"concurrency {job.concurrency[:8]}: levels are 1 to {MAX_CONCURRENCY}")
     return job
 
 
-def _job_from_file(path: Path, wanted: str | None) -> Job:
+def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None) -> Job:
+    """The job in a plan file (or ``text`` read from elsewhere, named ``path``)."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text if text is not None else Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read a job: {exc}") from None
     items = data if isinstance(data, list) else [data]
@@ -85,36 +103,55 @@ def _job_from_file(path: Path, wanted: str | None) -> Job:
         raise UsageError(f"{path}: holds {len(items)} matching jobs; name one with --job-id")
     try:
         return _check_job(Job.model_validate(items[0]))
+    except ValidationError as exc:  # the first problem, where it is: one line
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UsageError(f"{path}: not a job: {where + ': ' if where else ''}{msg}") from None
     except ValueError as exc:
         raise UsageError(f"{path}: not a job: {str(exc).splitlines()[0]}") from None
 
 
 def _job_from_flags(cat: Catalog, args: argparse.Namespace) -> Job:
-    missing = [f for f in ("recipe", "workload", "runner_label", "concurrency") if not getattr(args, f)]
+    """The job a person names by hand, built by the planner's constructor. Defaults: the first
+    fleet whose hardware runs the recipe, and the levels (and eval policy, capacity bounds) of
+    the first sweep entry that lists this recipe and workload."""
+    missing = [f for f in ("recipe", "workload") if not getattr(args, f)]
     if missing:
-        raise UsageError("give a job file, or --recipe, --workload, --runner-label and --concurrency "
-                         f"(missing: {', '.join('--' + m.replace('_', '-') for m in missing)})")
+        raise UsageError("give a job file, or --recipe and --workload "
+                         f"(missing: {', '.join('--' + m for m in missing)})")
     for kind, name, table in (("recipe", args.recipe, cat.recipes), ("workload", args.workload,
-                              cat.workloads), ("runner label", args.runner_label, cat.fleets)):
+                              cat.workloads)):
         if name not in table:
             raise UsageError(f"unknown {kind} {name!r}")
-    _fixed_workload(cat, args.workload)
-    recipe = cat.recipes[args.recipe]
-    conc = sorted(set(args.concurrency))
+    runner = args.runner_label or default_runner(cat, args.recipe)
+    if runner is None or runner not in cat.fleets:
+        raise UsageError(f"unknown runner label {args.runner_label!r}" if args.runner_label
+                         else f"no runner fleet can run {args.recipe}; name one with --runner-label")
+    found = entry_listing(cat, args.recipe, args.workload)
+    sweep, entry = found if found else ("adhoc", None)
+    agentic = cat.workloads[args.workload].kind == "agentic"
+    if agentic and args.concurrency:
+        raise UsageError(f"workload {args.workload!r} is agentic: its capacity search picks the "
+                         "levels (drop --concurrency; bounds come from the sweep entry)")
+    conc = sorted(set(args.concurrency or (entry.concurrency if entry and not agentic else [])))
+    if not conc and not agentic:
+        raise UsageError(f"no sweep lists {args.recipe} with {args.workload}: give --concurrency")
     if not all(1 <= c <= MAX_CONCURRENCY for c in conc):
         raise UsageError(f"--concurrency {' '.join(map(str, conc))}: levels are 1 to "
                          f"{MAX_CONCURRENCY}")
-    # the same id, node count and time-out the planner gives this cell (a per-level job of a
-    # recipe whose flags depend on the concurrency carries its .c<N> suffix)
-    split = recipe.launch_per_concurrency and len(conc) == 1
-    return Job(id=job_id(args.recipe, args.workload, args.runner_label, conc, split), sweep="adhoc",
-               recipe=args.recipe, model=recipe.model, hardware=recipe.hardware,
-               engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
-               workload=args.workload, runner=args.runner_label,
-               launcher=cat.fleets[args.runner_label].kind, concurrency=conc,
-               gpus=recipe.total_gpus, nodes=_nodes(cat, args.recipe, args.runner_label),
-               fingerprint=fingerprint(cat, args.recipe, args.workload, args.runner_label, conc),
-               timeout_minutes=_timeout_minutes(cat, args.workload, conc))
+    return make_job(cat, sweep, args.recipe, args.workload, runner, [] if agentic else conc, entry)
+
+
+def _named_job(cat: Catalog, args: argparse.Namespace) -> Job:
+    """The job given by --job-env (job.yml), a job file, or by recipe and workload."""
+    if args.job_env:
+        if args.job_env not in os.environ:
+            raise UsageError(f"--job-env: ${args.job_env} is not set")
+        return _job_from_file(f"${args.job_env}", args.job_id, os.environ[args.job_env])
+    if args.job_file:
+        return _job_from_file(args.job_file, args.job_id)
+    return _job_from_flags(cat, args)
 
 
 def engine_mode(requested: str) -> str:
@@ -153,23 +190,26 @@ def real_starter(cat: Catalog, job: Job, run_id: str, kind: str,
     return launch
 
 
-def _fixed_workload(cat: Catalog, name: str, job_id: str | None = None) -> None:
-    """A job runs a fixed workload; an agentic one is measured by the capacity search."""
-    where = f"job {job_id}: " if job_id else ""
-    if name not in cat.workloads:
-        raise UsageError(f"{where}unknown workload {name!r}")
-    if cat.workloads[name].kind == "agentic":
-        raise UsageError(f"{where}workload {name!r} is agentic: measure it with "
-                         f"`infermatrix capacity --workload {name}`")
-
-
 def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.Namespace) -> JobOutcome:
+    """One job through the one lifecycle; the measurement follows the job's kind."""
     if job.recipe not in cat.recipes:
         raise UsageError(f"job {job.id}: unknown recipe {job.recipe!r}")
     if job.runner not in cat.fleets:
         raise UsageError(f"job {job.id}: unknown runner label {job.runner!r}")
-    _fixed_workload(cat, job.workload, job.id)
-    if getattr(args, "virtual", False):
+    if job.workload not in cat.workloads:
+        raise UsageError(f"job {job.id}: unknown workload {job.workload!r}")
+    measure = measure_levels
+    if job.capacity is not None:
+        # capacity/ sits above launch/: the CLI layer passes its job module in
+        # (capacity/job.py: measure_capacity, run_virtual_capacity_job)
+        kind = getattr(args, "capacity_jobs", None)
+        if kind is None:
+            raise UsageError(f"job {job.id}: a capacity job runs through `infermatrix run` "
+                             "or `infermatrix sweep`")
+        if getattr(args, "virtual", False):
+            return kind.run_virtual_capacity_job(cat, job, run_dir, run_id)
+        measure = kind.measure_capacity
+    elif getattr(args, "virtual", False):
         from .virtual import run_virtual_job
 
         return run_virtual_job(cat, job, run_dir, run_id)
@@ -181,7 +221,8 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
         start = real_starter(cat, job, run_id, launcher, args)
     return run_job(cat, job, run_dir, run_id, start, launcher=launcher,
                    on_level_failure=getattr(args, "on_level_failure", "continue"),
-                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S))
+                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S),
+                   measure=measure)
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
@@ -201,13 +242,12 @@ def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
     run_id = run_id_of(args.run_id, args.resume) or new_run_id()
     run_dir = args.output_dir / run_id
-    if args.resume and not (args.job_file or args.recipe):
+    if args.resume and not (args.job_file or args.job_env or args.recipe):
         jobs = unfinished_jobs(run_dir)  # every job of that run not done yet
         if not jobs:
             print(f"nothing to resume: every job in {run_dir} is done")
     else:
-        jobs = [_job_from_file(args.job_file, args.job_id) if args.job_file
-                else _job_from_flags(cat, args)]
+        jobs = [_named_job(cat, args)]
     reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
     install_signal_handlers()
     code = 0

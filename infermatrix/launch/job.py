@@ -1,4 +1,7 @@
-"""Run one job: start its server once, prove it serves, sweep every concurrency level, tear down.
+"""Run one job: start its server once, prove it serves, measure, tear down.
+
+The measurement is pluggable: ``measure_levels`` (a fixed workload's concurrency levels, then
+the job's evals) or ``capacity.job.measure_capacity`` (given by the CLI layer) (an agentic capacity search).
 
 Every level's raw result and the job manifest are written as soon as they exist, so a crash
 loses nothing already measured.
@@ -221,14 +224,69 @@ def finish_manifest(job: Job, job_dir: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(job_dir / "manifest.json", manifest)
 
 
+@dataclass
+class Serving:
+    """What a measurement gets once the job's server is proven to serve."""
+
+    cat: Catalog
+    job: Job
+    deployment: Launched
+    job_dir: Path
+    manifest: dict[str, Any]
+    block: dict[str, Any]  # the identity block of every result of this job
+    monitor: GpuMonitor | None
+    log: Callable[[str], None]
+    on_level_failure: str = "continue"
+
+
+# The pluggable step of the lifecycle: measure against the serving deployment, record results
+# into the job folder and the manifest's ``levels`` (the lifecycle derives the status from them).
+Measure = Callable[[Serving], None]
+
+
+def measure_levels(sv: Serving) -> None:
+    """A fixed workload's concurrency levels through the client, the job's evals after the
+    levels they follow, against the still-warm server."""
+    from ..evals.job import JobEvals  # accuracy evals the planner put in the job
+    from ..evals.step import Target
+
+    cat, job, deployment, manifest, log = sv.cat, sv.job, sv.deployment, sv.manifest, sv.log
+    wl = cat.workloads[job.workload]
+    evals = JobEvals.for_job(cat, job, log)
+    target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
+    manifest["evals"] = []
+    for i, conc in enumerate(to_measure(job.concurrency, manifest)):
+        between = _between_levels(cat, job, deployment) if i else {}
+        started = utc_now()
+        t0 = time.perf_counter()
+        result = _run_level(cat, job, deployment, conc)
+        t1 = time.perf_counter()
+        error = error_rate_problem(result, wl.max_error_rate)
+        ok = error is None
+        dead = deployment.dead()
+        if dead is not None:
+            ok, error = False, f"{dead.name} exited with code {dead.exit_code()} during the level"
+        record_level(sv.job_dir, manifest, result, {**sv.block, **_energy(sv.monitor, t0, t1, result)},
+                     conc, started, error, between)
+        log(level_line(conc, result, t1 - t0))
+        if dead is None:  # evals run against the still-warm server, after the level
+            manifest["evals"] += evals.after_level(conc, target, result["infermatrix"], sv.job_dir, log)
+            write_json_atomic(sv.job_dir / "manifest.json", manifest)
+        if dead is not None:
+            raise NotReady(f"{dead.name} exited with code {dead.exit_code()} during the "
+                           f"c={conc} level; log tail:\n{dead.tail()}")
+        if not ok and sv.on_level_failure == "stop":
+            raise LevelFailed(f"c={conc}: {error}; stopping (--on-level-failure stop)")
+
+
 def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
             start: Callable[[Path], Launched], launcher: str,
             log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), *,
-            on_level_failure: str = "continue", ready_timeout_s: float = READY_TIMEOUT_S) -> JobOutcome:
-    """Start, prove it serves, sweep every level, tear down. The manifest is rewritten after
-    every step, so whatever happens it says what was measured and what broke."""
+            on_level_failure: str = "continue", ready_timeout_s: float = READY_TIMEOUT_S,
+            measure: Measure = measure_levels) -> JobOutcome:
+    """Start, prove it serves, measure (levels, or a capacity search), tear down. The manifest
+    is rewritten after every step, so whatever happens it says what was measured and what broke."""
     job_dir, manifest = start_manifest(job, out_dir, run_id, launcher)
-    wl = cat.workloads[job.workload]
     deployment: Launched | None = None
     monitor: GpuMonitor | None = None
     interrupted: BaseException | None = None
@@ -244,34 +302,8 @@ def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         manifest["ready_s"] = round(ready_s, 2)
         write_json_atomic(job_dir / "manifest.json", manifest)
         log(f"  server ready in {ready_s:.1f} s at {deployment.base_url}")
-        from ..evals.job import JobEvals  # accuracy evals the sweep asks for (docs/accuracy.md)
-        from ..evals.step import Target
-
-        evals = JobEvals.for_job(cat, job, log)
-        target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
-        manifest["evals"] = []
-        for i, conc in enumerate(to_measure(job.concurrency, manifest)):
-            between = _between_levels(cat, job, deployment) if i else {}
-            started = utc_now()
-            t0 = time.perf_counter()
-            result = _run_level(cat, job, deployment, conc)
-            t1 = time.perf_counter()
-            error = error_rate_problem(result, wl.max_error_rate)
-            ok = error is None
-            dead = deployment.dead()
-            if dead is not None:
-                ok, error = False, f"{dead.name} exited with code {dead.exit_code()} during the level"
-            record_level(job_dir, manifest, result, {**block, **_energy(monitor, t0, t1, result)},
-                         conc, started, error, between)
-            log(level_line(conc, result, t1 - t0))
-            if dead is None:  # evals run against the still-warm server, after the level
-                manifest["evals"] += evals.after_level(conc, target, result["infermatrix"], job_dir, log)
-                write_json_atomic(job_dir / "manifest.json", manifest)
-            if dead is not None:
-                raise NotReady(f"{dead.name} exited with code {dead.exit_code()} during the "
-                               f"c={conc} level; log tail:\n{dead.tail()}")
-            if not ok and on_level_failure == "stop":
-                raise LevelFailed(f"c={conc}: {error}; stopping (--on-level-failure stop)")
+        measure(Serving(cat, job, deployment, job_dir, manifest, block, monitor, log,
+                        on_level_failure))
         manifest["status"] = overall_status(manifest["levels"])
     except (NotReady, LevelFailed) as exc:
         manifest["status"], manifest["error"] = "failed", str(exc)

@@ -96,8 +96,10 @@ def main(args: argparse.Namespace) -> int:
             "schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
             "engine": "virtual" if args.virtual else engine_mode(args.engine_mode),
             "started_at": utc_now()}, jobs)
-    print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels "
-          f"-> {run_dir}", file=sys.stderr)
+    searches = sum(j.capacity is not None for j in jobs)
+    print(f"sweep {sweep}: {len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} levels"
+          + (f", {searches} capacity searches" if searches else "") + f" -> {run_dir}",
+          file=sys.stderr)
     install_signal_handlers()
     current: str | None = None
     try:

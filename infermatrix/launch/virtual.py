@@ -133,20 +133,13 @@ def result_numbers(result: dict[str, Any], prefix: str = "") -> dict[str, float]
     return out
 
 
-def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
-    """Every level of ``job`` in virtual time, written as a real job writes its levels."""
-    wl = cat.workloads[job.workload]
+def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
+                        measure: Callable[[Path, dict[str, Any]], None]) -> JobOutcome:
+    """The lifecycle of a job with no server: open the manifest, ``measure(job_dir, manifest)``
+    (it records its levels), derive the status, close the manifest whatever happens."""
     job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
-    block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
     try:
-        for conc in to_measure(job.concurrency, manifest):
-            started = utc_now()
-            t0 = time.perf_counter()
-            result = measure_level(cat, job, conc)
-            error = error_rate_problem(result, wl.max_error_rate)
-            record_level(job_dir, manifest, result, block, conc, started, error, {})
-            log(level_line(conc, result, time.perf_counter() - t0))
+        measure(job_dir, manifest)
         manifest["status"] = overall_status(manifest["levels"])
     except (KeyboardInterrupt, Interrupted) as exc:  # a signal stops the sweep, not just this job
         manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
@@ -157,3 +150,21 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
     finally:
         finish_manifest(job, job_dir, manifest)
     return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
+
+
+def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
+                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
+    """Every level of ``job`` in virtual time, written as a real job writes its levels."""
+    wl = cat.workloads[job.workload]
+    block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
+
+    def levels(job_dir: Path, manifest: dict[str, Any]) -> None:
+        for conc in to_measure(job.concurrency, manifest):
+            started = utc_now()
+            t0 = time.perf_counter()
+            result = measure_level(cat, job, conc)
+            error = error_rate_problem(result, wl.max_error_rate)
+            record_level(job_dir, manifest, result, block, conc, started, error, {})
+            log(level_line(conc, result, time.perf_counter() - t0))
+
+    return run_in_virtual_time(job, out_dir, run_id, levels)

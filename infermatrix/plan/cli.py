@@ -72,13 +72,20 @@ def _incremental(jobs: list[Job], args: argparse.Namespace) -> list[Job]:
 
 def _table(jobs: list[Job]) -> str:
     header = ("id", "runner", "gpus", "concurrency", "fingerprint")
-    rows = [(j.id, j.runner, str(j.gpus), ",".join(map(str, j.concurrency)), j.fingerprint)
-            for j in jobs]
+    rows = [(j.id, j.runner, str(j.gpus), _measures(j), j.fingerprint) for j in jobs]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in [header, *rows]]
-    lines.append(f"{len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} concurrency levels")
+    searches = sum(j.capacity is not None for j in jobs)
+    lines.append(f"{len(jobs)} jobs, {sum(len(j.concurrency) for j in jobs)} concurrency levels"
+                 + (f", {searches} capacity searches" if searches else ""))
     return "\n".join(lines)
+
+
+def _measures(job: Job) -> str:
+    if job.capacity is not None:
+        return "capacity " + ",".join(t.name for t in job.capacity.tiers)
+    return ",".join(map(str, job.concurrency))
 
 
 def main(args: argparse.Namespace) -> int:

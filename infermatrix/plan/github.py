@@ -1,9 +1,11 @@
 """Split jobs into GitHub Actions matrices and write them as step outputs.
 
-GitHub caps one matrix at 256 jobs, so sweep.yml declares a fixed number of shard jobs, each a
-matrix over ``fromJSON(needs.plan.outputs.shard_N)``. Every shard output is always written (an
-unused one is ``[]``) so the workflow's references resolve, and ``shard_count`` says how many
-carry work.
+GitHub caps one matrix at 256 jobs, so the plan is cut into shards of at most 256: sweep.yml
+fans out with a matrix over ``shards`` (the indices that carry work), each cell calling job.yml
+with ``needs.plan.outputs[shard_N]``, and job.yml fans out over that shard's jobs. A matrix cell
+is the whole job as the planner wrote it (``Job.model_dump``), which job.yml hands to
+``infermatrix run`` as a file: nothing is rebuilt from flags on the runner. Every shard output is
+always written (an unused one is ``[]``), and ``shard_count`` says how many carry work.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from ..errors import UsageError
 from .jobs import Job
 
 MATRIX_CAP = 256  # GitHub's limit on jobs per matrix
-MAX_SHARDS = 8  # shard jobs declared in .github/workflows/sweep.yml
+MAX_SHARDS = 8  # shards the workflow fans out over (sweep.yml's matrix over `shards`)
+OUTPUT_CAP = 1_000_000  # bytes: GitHub keeps at most 1 MB of outputs per job (the plan job's)
 
 
 class PlanError(UsageError):
@@ -47,24 +50,21 @@ def shard(jobs: list[Job], max_shards: int = MAX_SHARDS, cap: int = MATRIX_CAP) 
 
 
 def matrix_entry(job: Job) -> dict[str, object]:
-    """What one matrix cell needs: the full job is re-planned on the runner from its id."""
-    return {
-        "id": job.id,
-        "recipe": job.recipe,
-        "workload": job.workload,
-        "runner": job.runner,
-        "concurrency": " ".join(str(c) for c in job.concurrency),
-        "fingerprint": job.fingerprint,
-        "timeout_minutes": job.timeout_minutes,
-    }
+    """One matrix cell: the complete job, exactly as the planner wrote it."""
+    return job.model_dump(mode="json")
 
 
 def github_outputs(jobs: list[Job], max_shards: int = MAX_SHARDS) -> dict[str, str]:
     shards = shard(jobs, max_shards)
-    out = {"jobs_total": str(len(jobs)), "shard_count": str(len(shards))}
+    out = {"jobs_total": str(len(jobs)), "shard_count": str(len(shards)),
+           "shards": json.dumps(list(range(len(shards))))}
     for i in range(max_shards):
         cells = [matrix_entry(j) for j in shards[i]] if i < len(shards) else []
         out[f"shard_{i}"] = json.dumps(cells, separators=(",", ":"))
+    size = sum(len(k) + len(v.encode()) for k, v in out.items())
+    if size > OUTPUT_CAP:
+        raise CapacityError(f"{len(jobs)} jobs make {size:,} bytes of plan outputs, over GitHub's "
+                            f"{OUTPUT_CAP:,} per job; narrow the sweep with filters")
     return out
 
 

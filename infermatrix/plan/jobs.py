@@ -1,4 +1,10 @@
-"""Expand a sweep into jobs: one per (recipe, workload, runner label), carrying its concurrency list.
+"""Expand a sweep into jobs: one per (recipe, workload, runner label), each a complete work order.
+
+A job says everything its runner needs besides the recipe: what to measure (``measurement``:
+the concurrency levels of a fixed workload, or the capacity search of an agentic one, with its
+tiers, sessions and bounds), which accuracy evaluations to run after which level (``evals``),
+and the sweep it came from. ``make_job`` is the one constructor: the planner, ``run --recipe``
+and the workflows all build jobs through it.
 
 A job launches its server once and sweeps every concurrency level against it, unless a server flag
 depends on the concurrency (InferenceMAX's ``--max-num-seqs $CONC``): then each level is its own
@@ -14,10 +20,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..catalog.loader import Catalog
 from ..catalog.validate import entry_recipes, fleet_fits
+from .measurement import (
+    CapacityMeasurement,
+    EvalStep,
+    LevelsMeasurement,
+    Measurement,
+    capacity_measurement,
+)
 
 # Bump when the meaning of a fingerprint changes, so old results stop matching new jobs.
 FINGERPRINT_VERSION = 1
@@ -48,6 +61,23 @@ class Job(BaseModel):
     nodes: int
     fingerprint: str
     timeout_minutes: int
+    measurement: Measurement
+    evals: list[EvalStep]
+
+    @model_validator(mode="after")
+    def _one_list_of_levels(self) -> Job:
+        """``concurrency`` is the levels measurement's list (kept for readers of plans), and a
+        capacity job has none: a hand-edited job cannot say two things."""
+        levels = getattr(self.measurement, "concurrency", [])
+        if self.concurrency != levels:
+            raise ValueError(f"concurrency {self.concurrency} differs from the measurement's "
+                             f"{levels}")
+        return self
+
+    @property
+    def capacity(self) -> CapacityMeasurement | None:
+        m = self.measurement
+        return m if isinstance(m, CapacityMeasurement) else None
 
 
 @dataclass
@@ -75,7 +105,7 @@ def _digest(payload: Any, length: int = 16) -> str:
 
 
 def fingerprint(cat: Catalog, recipe_id: str, workload: str, runner: str,
-                concurrency: list[int]) -> str:
+                concurrency: list[int], capacity: CapacityMeasurement | None = None) -> str:
     """Hash of everything that can change a job's numbers (not its source notes or tags)."""
     recipe = cat.recipes[recipe_id]
     fleet = cat.fleets[runner]
@@ -88,6 +118,8 @@ def fingerprint(cat: Catalog, recipe_id: str, workload: str, runner: str,
         "fleet": fleet.model_dump(mode="json", exclude={"hosts", "exclude_nodes"}),
         "concurrency": concurrency,
     }
+    if capacity is not None:  # only capacity jobs: a throughput job's fingerprint is unchanged
+        payload["capacity"] = capacity.model_dump(mode="json")
     return _digest(payload)
 
 
@@ -98,6 +130,15 @@ def _runner_labels(cat: Catalog, recipe_id: str, requested: list[str] | None) ->
         return fitting[:1]
     labels = list(cat.fleets) if "*" in requested else requested
     return [lb for lb in labels if fleet_fits(cat, recipe, lb) is None]
+
+
+def _capacity_minutes(m: CapacityMeasurement) -> int:
+    """Doubling to the bound, then bisecting to the resolution: every level a full window."""
+    levels = 2 * max(1, math.ceil(math.log2(max(2, m.max_concurrency / m.start))))
+    seconds = levels * (m.sessions.duration_s + m.sessions.warmup_s) * 1.5
+    if m.time_budget_s is not None:
+        seconds = min(seconds, m.time_budget_s + m.sessions.duration_s + m.sessions.warmup_s)
+    return min(TIMEOUT_MAX_MIN, TIMEOUT_STARTUP_MIN + math.ceil(seconds / 60))
 
 
 def _timeout_minutes(cat: Catalog, workload: str, concurrency: list[int]) -> int:
@@ -123,19 +164,46 @@ def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], s
 
 
 def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runner: str,
-             concurrency: list[int]) -> Job:
-    """The one place a Job is built, so a job named by hand equals the planner's job."""
+             concurrency: list[int], entry: Any | None = None) -> Job:
+    """The one place a Job is built, so a job named by hand equals the planner's job.
+    ``entry`` (the sweep entry that lists it) brings the eval policy and capacity bounds."""
+    from .evals import eval_steps  # evals/ loads accuracy.yaml only for a policy
+
     recipe = cat.recipes[recipe_id]
-    split = recipe.launch_per_concurrency
+    if cat.workloads[workload].kind == "agentic":
+        bounds = getattr(entry, "capacity", None)
+        search = bounds.model_dump(exclude_none=True) if bounds is not None else {}
+        capacity: CapacityMeasurement | None = capacity_measurement(cat, workload, **search)
+        concurrency, measurement = [], capacity
+        timeout = _capacity_minutes(capacity)  # type: ignore[arg-type]
+    else:
+        capacity, measurement = None, LevelsMeasurement(concurrency=concurrency)
+        timeout = _timeout_minutes(cat, workload, concurrency)
+    split = recipe.launch_per_concurrency and capacity is None
     return Job(
         id=job_id(recipe_id, workload, runner, concurrency, split), sweep=sweep_name,
         recipe=recipe_id, model=recipe.model, hardware=recipe.hardware,
         engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
         workload=workload, runner=runner, launcher=cat.fleets[runner].kind,
         concurrency=concurrency, gpus=recipe.total_gpus, nodes=_nodes(cat, recipe_id, runner),
-        fingerprint=fingerprint(cat, recipe_id, workload, runner, concurrency),
-        timeout_minutes=_timeout_minutes(cat, workload, concurrency),
+        fingerprint=fingerprint(cat, recipe_id, workload, runner, concurrency, capacity),
+        timeout_minutes=timeout, measurement=measurement,
+        evals=eval_steps(cat, entry, workload, recipe.model, concurrency),
     )
+
+
+def default_runner(cat: Catalog, recipe_id: str) -> str | None:
+    """The first fleet (in fleets.yaml order) that can run the recipe."""
+    return next(iter(_runner_labels(cat, recipe_id, None)), None)
+
+
+def entry_listing(cat: Catalog, recipe_id: str, workload: str) -> tuple[str, Any] | None:
+    """(sweep name, entry) of the first sweep entry that lists this recipe and workload."""
+    for name, sweep in cat.sweeps.items():
+        for entry in sweep.entries:
+            if workload in entry.workloads and recipe_id in entry_recipes(cat, entry):
+                return name, entry
+    return None
 
 
 def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) -> list[Job]:
@@ -156,8 +224,13 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
                     if not filters.allows(runner=runner):
                         continue
                     split = recipe.launch_per_concurrency
-                    groups = [[c] for c in entry.concurrency] if split else [entry.concurrency]
+                    if cat.workloads[workload].kind == "agentic":
+                        groups = [[]]  # one capacity search: it picks its own levels
+                    elif split:
+                        groups = [[c] for c in entry.concurrency]
+                    else:
+                        groups = [entry.concurrency]
                     for conc in groups:
-                        job = make_job(cat, sweep_name, rid, workload, runner, conc)
+                        job = make_job(cat, sweep_name, rid, workload, runner, conc, entry)
                         jobs.setdefault(job.id, job)  # listed by two entries: runs once
     return list(jobs.values())

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+from ..catalog.accuracy import EvalTask
 from ..catalog.loader import Catalog
 from ..catalog.schema import SloTierSpec
 
@@ -61,6 +62,18 @@ class CapacityMeasurement(Strict):
     max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.05
     time_budget_s: Annotated[float, Field(gt=0)] | None = Field(
         None, description="stop searching (tiers reported unbounded) once this much time is spent")
+
+
+class EvalStep(Strict):
+    """One accuracy evaluation the planner settled: which task, with which settings and
+    threshold, after which level. ``error``: the evaluation cannot be set up (a broken
+    accuracy.yaml, an unknown task) and is recorded as failed rather than skipped."""
+
+    after: PositiveInt = Field(description="run after this concurrency level")
+    task: str
+    spec: EvalTask | None = None
+    threshold: float | None = None
+    error: str | None = None
 
 
 Measurement = Annotated[LevelsMeasurement | CapacityMeasurement, Field(discriminator="kind")]

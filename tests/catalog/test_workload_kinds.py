@@ -12,6 +12,7 @@ from infermatrix.capacity.tiers import SloTier
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.catalog.schema import Workload
 from infermatrix.cli import main
+from infermatrix.plan.jobs import plan_sweep
 
 # Every key a fixed workload dumped before `kind: agentic` existed, in order.
 FIXED_KEYS = [
@@ -147,18 +148,25 @@ bad-source:
 def test_sweep_naming_an_agentic_workload(
     capsys: pytest.CaptureFixture[str], catalog_copy: Path
 ) -> None:
+    """An agentic workload in a sweep entry is planned as a capacity job; the entry's levels
+    are for its fixed workloads, which cannot do without them."""
     sweep = catalog_copy / "matrix" / "sweeps" / "agents.yaml"
-    sweep.write_text("entries:\n  - recipes: [llama-3.1-70b-instruct/h200-vllm-fp8]\n"
+    sweep.write_text("entries:\n  - recipes: [llama-3.1-70b-instruct/mi300x-vllm-fp8]\n"
                      "    workloads: [smoke-1k-128, agentic-coding]\n    concurrency: [1]\n")
     code, err = validate(capsys, catalog_copy)
-    assert (code, err) == (2, [
-        "matrix/sweeps/agents.yaml:3: entries[0].workloads[1]: workload 'agentic-coding' is "
-        "agentic: sweeps run fixed workloads; measure it with "
-        "`infermatrix capacity --workload agentic-coding`"
-    ])
+    assert (code, err) == (0, [])
+    jobs = plan_sweep(load_catalog(catalog_copy), "agents")
+    assert [(j.workload, j.measurement.kind, j.concurrency) for j in jobs] == [
+        ("smoke-1k-128", "levels", [1]), ("agentic-coding", "capacity", [])]
+    assert [t.name for t in jobs[1].capacity.tiers] == ["SLO20", "SLO60"]
+    sweep.write_text("entries:\n  - recipes: [llama-3.1-70b-instruct/mi300x-vllm-fp8]\n"
+                     "    workloads: [smoke-1k-128, agentic-coding]\n")
+    code, err = validate(capsys, catalog_copy)
+    assert (code, err) == (2, ["matrix/sweeps/agents.yaml:2: entries[0].concurrency: workload "
+                               "'smoke-1k-128' is fixed: the entry needs its concurrency levels"])
 
 
-def test_run_refuses_an_agentic_workload(
+def test_run_names_an_agentic_workload_without_levels(
     capsys: pytest.CaptureFixture[str], repo_root: Path, tmp_path: Path
 ) -> None:
     code = main(["run", "--root", str(repo_root), "--engine", "sim", "--output-dir", str(tmp_path),
@@ -166,6 +174,6 @@ def test_run_refuses_an_agentic_workload(
                  "agentic-coding", "--runner-label", "h200-dgx", "--concurrency", "1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err == ["infermatrix: workload 'agentic-coding' is agentic: measure it with "
-                   "`infermatrix capacity --workload agentic-coding`"]
+    assert err == ["infermatrix: workload 'agentic-coding' is agentic: its capacity search picks "
+                   "the levels (drop --concurrency; bounds come from the sweep entry)"]
     assert not list(tmp_path.iterdir())

@@ -14,7 +14,6 @@ from infermatrix.catalog.yamlsrc import CatalogError
 from infermatrix.evals.config import check_catalog, load_accuracy
 from infermatrix.evals.gate import Gate
 from infermatrix.evals.job import JobEvals
-from infermatrix.evals.plan import plan_job
 from infermatrix.evals.record import read_eval_file
 from infermatrix.evals.step import Target
 from infermatrix.plan.jobs import plan_sweep
@@ -37,13 +36,18 @@ def test_jobs_follow_the_policy(catalog_copy: Path) -> None:
     _sweep(catalog_copy, "{at: [max, median], tasks: [gsm8k]}")
     cat = load_catalog(catalog_copy)
     acc = load_accuracy(catalog_copy)
-    plans = {(j.recipe, tuple(j.concurrency)): plan_job(cat, j, acc) for j in plan_sweep(cat, "evalpolicy")}
+    # the planner settles the evals into each job: task, settings, threshold, after which level
+    plans = {(j.recipe, tuple(j.concurrency)): j.evals for j in plan_sweep(cat, "evalpolicy")}
     # one server for all levels (SGLang): evaluates after 4 and 16
-    assert sorted(plans[("deepseek-r1-0528/h200-sglang-fp8", (1, 4, 16))]) == [4, 16]
+    assert [e.after for e in plans[("deepseek-r1-0528/h200-sglang-fp8", (1, 4, 16))]] == [4, 16]
     # one launch per level (vLLM's --max-num-seqs $CONC): the c=4 and c=16 jobs evaluate
     vllm = {c: p for (r, c), p in plans.items() if r.startswith("llama")}
-    assert {c: sorted(p) for c, p in vllm.items()} == {(1,): [], (4,): [4], (16,): [16]}
-    assert [name for name, _ in vllm[(16,)][16]] == ["gsm8k"]
+    assert {c: [e.after for e in p] for c, p in vllm.items()} == {(1,): [], (4,): [4], (16,): [16]}
+    (step,) = vllm[(16,)]
+    assert (step.task, step.spec, step.error) == ("gsm8k", acc.tasks["gsm8k"], None)
+    assert step.threshold == acc.threshold("llama-3.1-70b-instruct", "gsm8k")
+    # the runner's plan is the job's: no sweep file is read at run time
+    assert JobEvals.for_job(cat, plan_sweep(cat, "evalpolicy")[0], print).plan.keys() == {4, 16}
     assert check_catalog(cat) == []
 
 

@@ -26,7 +26,8 @@ def _job(conc: list[int]) -> Job:
     return Job(id="policy-job", sweep="adhoc", recipe=RECIPE, model="deepseek-r1-0528",
                hardware="H200", engine="sglang", precision="fp8", mode="aggregated",
                workload="smoke-1k-128", runner="h200-dgx", launcher="docker", concurrency=conc,
-               gpus=8, nodes=1, fingerprint="0" * 16, timeout_minutes=10)
+               gpus=8, nodes=1, fingerprint="0" * 16, timeout_minutes=10,
+               measurement={"kind": "levels", "concurrency": conc}, evals=[])
 
 
 def test_error_rate_fails_the_level_and_stop_skips_the_rest(catalog_copy: Path, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def fake_job(n: int) -> Job:
     return Job(id=f"job-{n}", sweep="s", recipe="m/r", model="m", hardware="H200", engine="vllm",
                precision="fp8", mode="aggregated", workload="w", runner="h200-dgx",
                launcher="docker", concurrency=[1, 2], gpus=8, nodes=1, fingerprint=f"{n:016x}",
-               timeout_minutes=60)
+               timeout_minutes=60, measurement={"kind": "levels", "concurrency": [1, 2]}, evals=[])
 
 
 def test_smoke_sweep_jobs(repo_root: Path) -> None:
@@ -150,3 +150,27 @@ def test_sweep_tag_filters(repo_root: Path, tmp_path: Path) -> None:
         "entries:\n  - recipes: ['*']\n    tags: [no-such-tag]\n"
         "    workloads: [smoke-1k-128]\n    concurrency: [4]\n")
     assert main(["validate", "--root", str(root)]) == 2
+
+
+def test_plan_outputs_fit_githubs_output_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells are whole jobs: a plan whose outputs would pass GitHub's 1 MB per job fails
+    with one line instead of a workflow that silently loses its shards."""
+    from infermatrix.plan import github
+
+    jobs = [fake_job(i) for i in range(20)]
+    size = sum(len(k) + len(v) for k, v in github_outputs(jobs).items())
+    monkeypatch.setattr(github, "OUTPUT_CAP", size - 1)
+    with pytest.raises(CapacityError, match=f"20 jobs make {size:,} bytes of plan outputs"):
+        github_outputs(jobs)
+
+
+def test_a_job_says_its_levels_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A hand-edited job file whose levels disagree with its measurement is one line, exit 2."""
+    job = fake_job(1).model_dump(mode="json")
+    job["concurrency"] = [1, 2, 64]
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    assert main(["run", str(path), "--output-dir", str(tmp_path / "out"), "--engine", "sim"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "differs from the measurement's [1, 2]" in err
+    assert not (tmp_path / "out").exists()

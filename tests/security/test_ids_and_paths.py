@@ -22,7 +22,8 @@ def _job(tmp_path: Path, job_id: str) -> Path:
            "hardware": "H200", "engine": "vllm", "precision": "fp8", "mode": "aggregated",
            "workload": "smoke-1k-128", "runner": "h200-dgx", "launcher": "docker",
            "concurrency": [1], "gpus": 8, "nodes": 1, "fingerprint": "0" * 16,
-           "timeout_minutes": 31}
+           "timeout_minutes": 31, "measurement": {"kind": "levels", "concurrency": [1]},
+           "evals": []}
     path = tmp_path / "job.json"
     path.write_text(json.dumps([job]))
     return path

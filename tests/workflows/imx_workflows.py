@@ -13,6 +13,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 JOB_WORKFLOW_REF = "$/.github/workflows/job.yml"
+LOCAL_CALL = re.compile(r"\$/\.github/workflows/([\w.-]+)")
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 
@@ -103,14 +104,16 @@ class RunStep:
 
 
 def run_steps(name: str, expand_calls: bool = True) -> list[RunStep]:
-    """Every ``run:`` step of a workflow in execution order, descending into job.yml calls."""
+    """Every ``run:`` step of a workflow in execution order, descending into local reusable
+    workflow calls (job.yml, collect.yml)."""
     doc = load(name)
     steps: list[RunStep] = []
     for job_name in job_order(doc):
         job = doc["jobs"][job_name]
         if "uses" in job:
-            if expand_calls and job["uses"] == JOB_WORKFLOW_REF:
-                steps.extend(run_steps("job.yml"))
+            called = LOCAL_CALL.fullmatch(job["uses"])
+            if expand_calls and called:
+                steps.extend(run_steps(called.group(1)))
             continue
         for i, step in enumerate(job.get("steps", [])):
             if "run" in step:

@@ -24,36 +24,30 @@ from infermatrix.cli import OWN, PASSTHROUGH, build_parser
 from infermatrix.plan.github import MATRIX_CAP, MAX_SHARDS, github_outputs, matrix_entry
 from infermatrix.plan.jobs import Job, plan_sweep
 
-SHARD_OUTPUT = re.compile(r"fromJSON\(needs\.plan\.outputs\.(shard_\d+)\)")
-
 
 def sample_job() -> Job:
     return Job(id="m.r.w.h200-dgx-0123abcd", sweep="s", recipe="m/r", model="m", hardware="H200",
                engine="vllm", precision="fp8", mode="aggregated", workload="w", runner="h200-dgx",
                launcher="docker", concurrency=[1, 4, 16], gpus=8, nodes=1,
-               fingerprint="0" * 16, timeout_minutes=45)
+               fingerprint="0" * 16, timeout_minutes=45,
+               measurement={"kind": "levels", "concurrency": [1, 4, 16]}, evals=[])
 
 
-def shard_jobs(doc: dict) -> dict[str, dict]:
-    return {name: job for name, job in doc["jobs"].items() if job.get("uses") == JOB_WORKFLOW_REF}
-
-
-def test_shard_jobs_match_the_planner_limit() -> None:
+def test_one_shard_job_fans_out_over_the_planner_shards() -> None:
     doc = load("sweep.yml")
-    shards = shard_jobs(doc)
-    assert len(shards) == MAX_SHARDS, f"sweep.yml declares {len(shards)} shard jobs, planner {MAX_SHARDS}"
-    read = []
-    for name, job in shards.items():
-        include = job["strategy"]["matrix"]["include"]
-        (output,) = SHARD_OUTPUT.findall(include)
-        assert name == output, f"job {name} reads {output}"
-        assert f"needs.plan.outputs.{output} != '[]'" in job["if"], f"{name} runs on an empty shard"
-        assert job["needs"] == "plan"
-        read.append(output)
-    assert sorted(read) == sorted(f"shard_{i}" for i in range(MAX_SHARDS))
-    # every job that needs all the shards names each of them
-    collect = doc["jobs"]["collect"]
-    assert set(shards) <= set(collect["needs"])
+    shards = [job for job in doc["jobs"].values() if job.get("uses") == JOB_WORKFLOW_REF]
+    assert len(shards) == 1, "one shard job, a matrix over the shards (no copies)"
+    (job,) = shards
+    assert job["strategy"]["matrix"] == {"shard": "${{ fromJSON(needs.plan.outputs.shards) }}"}
+    assert job["with"]["jobs"] == "${{ needs.plan.outputs[format('shard_{0}', matrix.shard)] }}"
+    assert job["needs"] == "plan" and "shard_count != '0'" in job["if"]
+    # the shard outputs it indexes are exactly the planner's
+    declared = doc["jobs"]["plan"]["outputs"]
+    assert {f"shard_{i}" for i in range(MAX_SHARDS)} <= set(declared)
+    assert "shard" in doc["jobs"]["collect"]["needs"]
+    # job.yml fans the shard out: one cell per planned job, capped by the planner at MATRIX_CAP
+    run = load("job.yml")["jobs"]["run"]
+    assert run["strategy"]["matrix"] == {"include": "${{ fromJSON(inputs.jobs) }}"}
 
 
 def test_plan_outputs_are_exactly_what_the_planner_writes() -> None:
@@ -71,34 +65,29 @@ def test_plan_outputs_are_exactly_what_the_planner_writes() -> None:
     assert references(doc, "needs.plan.outputs") <= set(declared)
 
 
-def test_matrix_references_are_matrix_cell_keys() -> None:
-    doc = load("sweep.yml")
+def test_matrix_cell_is_the_whole_planned_job() -> None:
+    """job.yml reads only planned job fields from its matrix, and hands the whole cell on."""
     cell = matrix_entry(sample_job())
-    used = references(doc, "matrix")
-    assert used, "sweep.yml reads no matrix value"
-    assert used <= set(cell), f"not produced by the planner: {sorted(used - set(cell))}"
-    assert references(load("job.yml"), "matrix") == set()
-
-
-def test_job_yml_inputs_are_declared_passed_and_used() -> None:
+    assert Job.model_validate(cell) == sample_job()  # every field, the sweep and evals included
     job_doc = load("job.yml")
-    declared = job_doc["on"]["workflow_call"]["inputs"]
-    assert references(job_doc, "inputs") == set(declared), "declared inputs and used inputs differ"
-    cell = matrix_entry(sample_job())
-    for name, job in shard_jobs(load("sweep.yml")).items():
-        passed = job["with"]
-        assert set(passed) == set(declared), f"{name} passes {sorted(passed)}"
-        for key, value in passed.items():
-            m = re.fullmatch(r"\$\{\{ matrix\.(\w+) \}\}", str(value))
-            if m:
-                assert m.group(1) in cell, f"{name}.with.{key} reads unknown matrix.{m.group(1)}"
-                # the cell's JSON type fits the input's declared type
-                kind = declared[key]["type"]
-                expected = {"number": int, "string": str, "boolean": bool}[kind]
-                assert isinstance(cell[m.group(1)], expected), (key, kind)
-        assert set(job.get("secrets", {})) <= set(job_doc["on"]["workflow_call"].get("secrets", {}))
-    for spec in declared.values():
-        assert spec.get("required") is True
+    used = references(job_doc, "matrix")
+    assert used and used <= set(cell), f"not produced by the planner: {sorted(used - set(cell))}"
+    assert job_doc["jobs"]["run"]["env"]["JOB"] == "${{ toJSON(matrix) }}"
+    assert references(load("sweep.yml"), "matrix") == {"shard"}
+
+
+def test_reusable_inputs_are_declared_passed_and_used() -> None:
+    sweep = load("sweep.yml")
+    for name in ("job.yml", "collect.yml"):
+        doc = load(name)
+        declared = doc["on"]["workflow_call"]["inputs"]
+        assert references(doc, "inputs") == set(declared), f"{name}: declared and used differ"
+        callers = [j for j in sweep["jobs"].values() if j.get("uses", "").endswith(name)]
+        assert len(callers) == 1, name
+        assert set(callers[0]["with"]) == set(declared), f"{name}: passed {callers[0]['with']}"
+        assert all(spec.get("required") is True for spec in declared.values())
+        secrets = doc["on"]["workflow_call"].get("secrets", {})
+        assert set(callers[0].get("secrets", {})) <= set(secrets)
 
 
 def test_sweep_inputs_are_declared() -> None:
@@ -118,7 +107,7 @@ def test_sweep_inputs_are_declared() -> None:
 
 
 def test_step_outputs_read_are_written() -> None:
-    for name in ("sweep.yml", "job.yml"):
+    for name in ("sweep.yml", "job.yml", "collect.yml"):
         doc = load(name)
         for job_name, job in doc["jobs"].items():
             ids = {s["id"] for s in job.get("steps", []) if "id" in s}
@@ -129,7 +118,7 @@ def test_step_outputs_read_are_written() -> None:
 
 def _sample_argv(argv: list[str]) -> list[str]:
     """Stand-ins for the shell variables of a workflow command, split as the shell would."""
-    samples = {"$CONCURRENCY": ["1", "4", "16"], "$INCREMENTAL": ["true"],
+    samples = {"$INCREMENTAL": ["true"],
                "$MAX_AGE_DAYS": ["7"], "$SWEEP": ["nightly"]}
     out: list[str] = []
     for token in argv:
@@ -142,7 +131,7 @@ def _sample_argv(argv: list[str]) -> list[str]:
 
 def infermatrix_commands() -> list[tuple[str, list[str]]]:
     found = []
-    for wf in ("sweep.yml", "job.yml", "ci.yml"):
+    for wf in ("sweep.yml", "job.yml", "collect.yml", "ci.yml"):
         for step in run_steps(wf, expand_calls=False):
             for argv in step.commands():
                 if argv and argv[0] == "infermatrix":
@@ -195,36 +184,34 @@ def test_nightly_plan_fits_the_shards(repo_root: Path, tmp_path: Path) -> None:
     assert int(values["jobs_total"]) == len(jobs) > 0
     cells = [c for i in range(MAX_SHARDS) for c in json.loads(values[f"shard_{i}"])]
     assert all(len(json.loads(values[f"shard_{i}"])) <= MATRIX_CAP for i in range(MAX_SHARDS))
-    assert [c["id"] for c in cells] == [j.id for j in jobs]
-    used = references(doc, "matrix")
-    assert all(used <= set(c) for c in cells)
+    assert [Job.model_validate(c) for c in cells] == jobs  # whole jobs, every field
+    assert json.loads(values["shards"]) == list(range(int(values["shard_count"])))
+    assert any(j.capacity is not None for j in jobs)  # the nightly runs agentic capacity too
 
 
-def _flag_job(cat, job: Job) -> Job:  # noqa: ANN001
-    """The job `infermatrix run` builds from job.yml's flags for one matrix cell."""
-    cell = matrix_entry(job)
-    args = build_parser().parse_args([
-        "run", "--recipe", str(cell["recipe"]), "--workload", str(cell["workload"]),
-        "--runner-label", str(cell["runner"]), "--concurrency", *str(cell["concurrency"]).split()])
+def test_job_file_runs_the_planned_job_unchanged(repo_root: Path, tmp_path: Path) -> None:
+    """job.yml writes the matrix cell to job.json for `infermatrix run`: the job read back is the
+    planner's job, every field (sweep, measurement, eval plan) included."""
+    from infermatrix.launch.cli import _job_from_file
+
+    cat = load_catalog(repo_root)
+    jobs = plan_sweep(cat, "smoke") + plan_sweep(cat, "aa-agentperf")
+    values = github_outputs(jobs)
+    cells = [c for i in json.loads(values["shards"]) for c in json.loads(values[f"shard_{i}"])]
+    assert len(cells) == len(jobs)
+    for job, cell in zip(jobs, cells, strict=True):
+        path = tmp_path / "job.json"
+        path.write_text(json.dumps(cell, indent=2))  # toJSON(matrix) pretty-prints
+        assert _job_from_file(path, None) == job
+
+
+def test_run_flags_build_the_planned_job(repo_root: Path) -> None:
+    """A job named by hand (`run --recipe --workload`) is the planner's job, every field."""
     from infermatrix.launch.cli import _job_from_flags
-    return _job_from_flags(cat, args)
 
-
-def test_run_flags_measure_the_planned_job(repo_root: Path) -> None:
-    """What the incremental nightly relies on: a cell run through job.yml's flags records the
-    planner's fingerprint."""
     cat = load_catalog(repo_root)
-    for job in plan_sweep(cat, "smoke") + plan_sweep(cat, "nightly"):
-        flagged = _flag_job(cat, job)
-        assert (flagged.recipe, flagged.workload, flagged.runner, flagged.concurrency,
-                flagged.fingerprint) == (job.recipe, job.workload, job.runner, job.concurrency,
-                                         job.fingerprint)
-
-
-def test_run_flags_rebuild_the_planned_job_exactly(repo_root: Path) -> None:
-    """The same id (a per-concurrency job keeps its `.c<N>` suffix), nodes and time-out."""
-    cat = load_catalog(repo_root)
-    for job in plan_sweep(cat, "smoke"):
-        flagged = _flag_job(cat, job)
-        assert (flagged.id, flagged.nodes, flagged.timeout_minutes) == \
-            (job.id, job.nodes, job.timeout_minutes)
+    for job in plan_sweep(cat, "smoke") + plan_sweep(cat, "aa-agentperf"):
+        argv = ["run", "--recipe", job.recipe, "--workload", job.workload]
+        if cat.recipes[job.recipe].launch_per_concurrency and job.capacity is None:
+            argv += ["--concurrency", str(job.concurrency[0])]  # a per-level job: name its level
+        assert _job_from_flags(cat, build_parser().parse_args(argv)) == job

@@ -22,30 +22,45 @@ from infermatrix.plan.jobs import plan_sweep
 pytestmark = pytest.mark.slow  # several seconds: one simulated server, three levels
 
 
+def _run_cell(cell: dict, cwd: Path, run_id: str, **extra_env: str) -> subprocess.CompletedProcess:
+    """job.yml's run step for one matrix cell, as the runner executes it: the cell (the planned
+    job, pretty-printed as toJSON(matrix) does) in $JOB, the step's own script."""
+    doc = load("job.yml")
+    run_step = next(s for s in doc["jobs"]["run"]["steps"] if "infermatrix run" in s.get("run", ""))
+    assert doc["jobs"]["run"]["env"]["JOB"] == "${{ toJSON(matrix) }}"
+    env = {**os.environ, "JOB": json.dumps(cell, indent=2), "RUN_ID": run_id, "HF_TOKEN": "",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           **extra_env}
+    return subprocess.run(["bash", "-c", run_step["run"]], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _cells(jobs: list) -> list[dict]:
+    values = github_outputs(jobs)
+    return [c for i in json.loads(values["shards"]) for c in json.loads(values[f"shard_{i}"])]
+
+
 def test_job_yml_runs_a_planned_cell(repo_root: Path, tmp_path: Path) -> None:
     jobs = [j for j in plan_sweep(load_catalog(repo_root), "smoke") if "sglang" in j.recipe]
-    cell = json.loads(github_outputs(jobs)["shard_0"])[0]
-    doc = load("job.yml")
-    steps = doc["jobs"]["run"]["steps"]
-    run_step = next(s for s in steps if "infermatrix run" in s.get("run", ""))
+    cell = _cells(jobs)[0]
+    shutil.copytree(repo_root / "matrix", tmp_path / "matrix")  # the checkout's catalog
+    for part in ("runners", "benchmarks"):
+        shutil.copytree(repo_root / part, tmp_path / part)
     run_id = "gh-42"
-    env = {**os.environ, "RECIPE": cell["recipe"], "WORKLOAD": cell["workload"],
-           "RUNNER_LABEL": cell["runner"], "CONCURRENCY": cell["concurrency"],
-           "RUN_ID": run_id, "HF_TOKEN": "",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    assert set(doc["jobs"]["run"]["env"]) | set(run_step["env"]) >= {
-        "RECIPE", "WORKLOAD", "RUNNER_LABEL", "CONCURRENCY", "RUN_ID", "HF_TOKEN"}
-    proc = subprocess.run(["bash", "-c", run_step["run"]], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=180, check=False)
+    proc = _run_cell(cell, tmp_path, run_id)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
+    steps = load("job.yml")["jobs"]["run"]["steps"]
     uploads = {s["with"]["name"]: s["with"]["path"] for s in steps
                if str(s.get("uses", "")).startswith("actions/upload-artifact@")}
-    result_glob = uploads["result-${{ inputs.id }}"]
+    result_glob = uploads["result-${{ matrix.id }}"]
     results = glob.glob(result_glob, root_dir=tmp_path)
     assert sum(p.endswith(("/conc-1.json", "/conc-4.json", "/conc-16.json")) for p in results) == 3
-    assert any(p.endswith("/manifest.json") for p in results)
-    logs = [p for pattern in uploads["logs-${{ inputs.id }}"].split()
+    manifests = [p for p in results if p.endswith("/manifest.json")]
+    assert len(manifests) == 1
+    # the job that ran is the planner's job, every field
+    assert json.loads((tmp_path / manifests[0]).read_text())["job"] == cell
+    logs = [p for pattern in uploads["logs-${{ matrix.id }}"].split()
             for p in glob.glob(pattern, root_dir=tmp_path)]
     assert any(p.endswith(".log") for p in logs)
     # collect downloads the artifacts into results/ and reads results/$RUN_ID
@@ -60,8 +75,38 @@ def test_job_yml_runs_a_planned_cell(repo_root: Path, tmp_path: Path) -> None:
     assert picked.planned == [j for j in jobs if j.id != cell["id"]]
 
 
+def test_eval_policy_reaches_the_runner_through_the_workflow(catalog_copy: Path,
+                                                             tmp_path: Path) -> None:
+    """A sweep's `eval:` policy, planned as GitHub shards and run the way job.yml runs a cell,
+    produces its eval record (before, GitHub rebuilt the job from flags and dropped the policy).
+    No lm-eval here on purpose: the record says so (failed), which proves the eval was planned,
+    reached the runner and ran after the picked level."""
+    (catalog_copy / "matrix" / "sweeps" / "evalci.yaml").write_text("""\
+description: one sim job that evaluates after its highest level
+entries:
+  - recipes: [deepseek-r1-0528/h200-sglang-fp8]
+    workloads: [smoke-1k-128]
+    concurrency: [1, 2]
+    eval: {at: [max], tasks: [gsm8k]}
+""")
+    jobs = plan_sweep(load_catalog(catalog_copy), "evalci")
+    (cell,) = _cells(jobs)
+    assert [(e["after"], e["task"]) for e in cell["evals"]] == [(2, "gsm8k")]
+    proc = _run_cell(cell, catalog_copy, "gh-9",
+                     INFERMATRIX_EVAL_VENV=str(tmp_path / "no-eval-venv"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (job_dir,) = (catalog_copy / "results" / "gh-9" / "jobs").iterdir()
+    manifest = json.loads((job_dir / "manifest.json").read_text())
+    (entry,) = manifest["evals"]
+    assert (entry["task"], entry["concurrency"], entry["status"]) == ("gsm8k", 2, "failed")
+    assert "lm-eval not installed" in entry["error"]
+    record = json.loads((job_dir / entry["file"]).read_text())
+    assert json.dumps(record).count("gsm8k") >= 1
+    assert (job_dir / "conc-1.json").is_file() and (job_dir / "conc-2.json").is_file()
+
+
 def _collect_steps() -> list[dict]:
-    return [s for s in load("sweep.yml")["jobs"]["collect"]["steps"] if "run" in s]
+    return [s for s in load("collect.yml")["jobs"]["collect"]["steps"] if "run" in s]
 
 
 def test_collect_job_steps_run_on_downloaded_results(repo_root: Path, tmp_path: Path) -> None:

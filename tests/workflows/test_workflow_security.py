@@ -12,7 +12,8 @@ LOCAL = re.compile(r"uses:\s*(\./|\$/)")
 # What a thin step may run besides `infermatrix`: set-up only.
 SETUP_COMMANDS = {("python", "-m", "pip", "install"), ("curl",), ("ruff", "check"),
                   ("python", "-m", "pytest"), ("bash", "scripts/lint-workflows.sh")}
-ALLOWED_WRITES = {("sweep.yml", "publish"): {"pages", "id-token"}}
+ALLOWED_WRITES = {("collect.yml", "publish"): {"pages", "id-token"},
+                  ("sweep.yml", "collect"): {"pages", "id-token"}}  # the call grants publish's
 
 
 def test_there_are_the_workflows_of_the_issue() -> None:
@@ -34,15 +35,16 @@ def test_permissions_are_minimal(name: str) -> None:
 
 
 def test_pages_deploy_only_from_the_default_branch() -> None:
-    publish = load("sweep.yml")["jobs"]["publish"]
+    publish = load("collect.yml")["jobs"]["publish"]
     assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" \
         in publish["if"]
     # a scheduled run's github.event has no repository: it is let through by event name
     # (GitHub runs schedules on the default branch only)
     assert "github.event_name == 'schedule'" in publish["if"]
-    rest = {k: v for k, v in load("sweep.yml").items() if k != "jobs"}
-    jobs = {k: v for k, v in load("sweep.yml")["jobs"].items() if k != "publish"}
-    assert not any("github.event.repository" in s for s in walk_strings([rest, jobs]))
+    for name in ("sweep.yml", "collect.yml"):
+        rest = {k: v for k, v in load(name).items() if k != "jobs"}
+        jobs = {k: v for k, v in load(name)["jobs"].items() if k != "publish"}
+        assert not any("github.event.repository" in s for s in walk_strings([rest, jobs]))
     assert publish["environment"]["name"] == "github-pages"
 
 
@@ -101,7 +103,7 @@ def test_secrets_only_where_needed() -> None:
     assert not any("secrets." in s for s in walk_strings(load("ci.yml")))
 
 
-@pytest.mark.parametrize("name", ["sweep.yml", "job.yml", "ci.yml"])
+@pytest.mark.parametrize("name", ["sweep.yml", "job.yml", "collect.yml", "ci.yml"])
 def test_run_steps_are_thin(name: str) -> None:
     """Every run step is one `infermatrix …` call, or set-up; no shell logic."""
     for step in run_steps(name, expand_calls=False):
@@ -115,9 +117,9 @@ def test_run_steps_are_thin(name: str) -> None:
 
 def test_self_hosted_runners_only_in_the_job_workflow() -> None:
     job = load("job.yml")["jobs"]["run"]
-    assert job["runs-on"][0] == "self-hosted" and "inputs.runner" in job["runs-on"][1]
-    assert "inputs.timeout_minutes" in str(job["timeout-minutes"])
-    for name in ("sweep.yml", "ci.yml"):
+    assert job["runs-on"][0] == "self-hosted" and "matrix.runner" in job["runs-on"][1]
+    assert "matrix.timeout_minutes" in str(job["timeout-minutes"])
+    for name in ("sweep.yml", "collect.yml", "ci.yml"):
         for job_name, job in load(name)["jobs"].items():
             if "runs-on" in job:
                 assert job["runs-on"] == "ubuntu-latest", (name, job_name)
