@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from infermatrix.report.headless import find_chromium
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,3 +48,14 @@ def add_agentic_workload(catalog_copy: Path):  # noqa: ANN201
 """)
 
     return add
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Debian's Chromium; skipped where it is missing, except under CI, where that fails."""
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required under CI: apt-get install -y chromium")
+        pytest.skip("no Chromium installed (apt-get install -y chromium)")
+    return binary

@@ -3,10 +3,12 @@ one levels job and one capacity job, both run, collected and reported like any j
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 from infermatrix.cli import main
+from infermatrix.report.headless import open_page
 from infermatrix.results import agentic
 
 SWEEP = """
@@ -19,7 +21,7 @@ entries:
 """
 
 
-def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path,
+def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path, chromium: str,
                                              add_agentic_workload) -> None:  # noqa: ANN001
     add_agentic_workload("agentic-tiny", tier=("FAST", 50, 1), duration_s=20, warmup_s=5,
                          sessions=16, turns=4, system_prompt_tokens=512, user_tokens=64,
@@ -40,8 +42,22 @@ def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path,
     (rec,) = agentic.load_documents([out / "mix1"])
     assert rec.simulated is True and rec.tier == "FAST" and rec.bounded
     assert rec.passing_concurrency >= 4 and rec.first_failing - rec.passing_concurrency <= 16
-    # the report stage ran over both kinds
+    # the report stage ran over both kinds: the sweep's own dashboard shows the capacity search
     assert (out / "mix1" / "index.html").is_file()
+    asyncio.run(_dashboard_shows_the_search(chromium, out / "mix1" / "index.html", rec))
+
+
+async def _dashboard_shows_the_search(chromium: str, page_path: Path, rec) -> None:  # noqa: ANN001
+    rows = "Array.from(document.querySelectorAll('#agentic table.agentic tbody tr'))"
+    async with open_page(chromium, height=1000) as page:
+        await page.goto(page_path.as_uri())
+        await page.wait_for("document.body.dataset.ready === '1'")
+        await page.eval("document.querySelector('nav button[data-view=agentic]').click()")
+        assert await page.eval("!document.getElementById('view-agentic').hidden")
+        shown = await page.eval(
+            rows + ".map(tr => [tr.dataset.recipe, tr.querySelector("
+            "'td[data-tier=\"FAST\"][data-metric=\"agents\"]').textContent])")
+        assert shown == [[rec.recipe, f"{rec.passing_concurrency:,}"]]
 
 
 def test_aa_agentperf_sweep_plans_the_six_published_configurations(repo_root: Path) -> None:
