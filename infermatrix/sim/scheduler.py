@@ -13,6 +13,7 @@ when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers s
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -302,18 +303,30 @@ class EngineCore:
                      limit: int) -> None:
         """Append the end times of the phase's next steps to ``ends`` (``ends[0]`` is
         ``step``'s): until one ends at or after ``horizon`` and there are ``at_least``, never
-        more than ``limit``."""
+        more than ``limit``. The step times come from the model in chunks (one numpy pass
+        each), as many as the horizon seems to need, then are cut where stepping would stop."""
         b = len(step.entries)
         context = step.shape.kv_read - b  # tokens held before the phase's first step
-        per_step = self.tokens_per_step
-        decode_time = self.perf.decode_time
-        draft = self.draft
+        grow = b * self.tokens_per_step  # tokens the batch gains per step
         j = len(ends)
-        t = ends[-1]
-        while j < limit and (j < at_least or t < horizon):
-            t += decode_time(b, int(context + j * b * per_step), draft)
-            ends.append(t)
-            j += 1
+        if j >= at_least and ends[-1] >= horizon:
+            return
+        n = at_least - j
+        while j < limit:
+            n = min(max(n, 1), limit - j)
+            contexts = (context + np.arange(j, j + n) * grow).astype(np.int64)
+            durations = self.perf.decode_times(b, contexts, self.draft)
+            # the running sum, added in the order stepping adds them
+            times = np.cumsum(np.concatenate(([ends[-1]], durations)))[1:]
+            first = max(at_least - j - 1, 0)  # the steps before it are needed whatever
+            late = np.flatnonzero(times[first:] >= horizon)
+            if late.size:
+                ends.extend(times[:first + late[0] + 1].tolist())
+                return
+            ends.extend(times.tolist())
+            j += n
+            # the steps still needed to reach the horizon, at the latest (longest) step time
+            n = int((horizon - ends[-1]) / durations[-1]) + 1 if horizon < math.inf else limit
 
     def _streak_blocks(self, held: Sequence[tuple[int, int]], k: int, per_step: float) -> int:
         """Blocks the sequences (tokens computed, blocks held) may need beyond what they hold,
