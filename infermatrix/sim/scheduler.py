@@ -344,40 +344,47 @@ class EngineCore:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
-        allocate, bs, spec = self.pool.allocate, self.bs, self.draft
+        bs, spec = self.bs, self.draft
         any_done = False
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
-        emitted = 0
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
         seqs = [seq for seq, _, _ in step.entries if not seq.aborted]
         spec_times = self._spec_times(seqs, shared) if spec and want_times else None
-        for i, seq in enumerate(seqs):
-            times: Sequence[float] | None = shared
-            g = k
-            if spec:
-                # the credit recursion of finish() over k steps, in closed form
+        if spec:
+            # the credit recursion of finish() over k steps, in closed form
+            gains = []
+            for seq in seqs:
                 total_accepted = int(seq.credit + k * mean)
-                if spec_times is not None:
-                    times = spec_times[i]
                 seq.credit = seq.credit + k * mean - total_accepted
-                g += total_accepted
-            computed = seq.num_computed + g
-            need = -(-(computed + spec) // bs) - len(seq.blocks)
+                gains.append(k + total_accepted)
+        else:
+            gains = [k] * len(seqs)
+        # the blocks the batch grows into, taken in one call: the same blocks, in the same
+        # order, as one call per sequence
+        needs = [-(-(seq.num_computed + g + spec) // bs) - len(seq.blocks)
+                 for seq, g in zip(seqs, gains, strict=True)]
+        total = sum(n for n in needs if n > 0)
+        fresh = self.pool.allocate(total) if total else []
+        assert fresh is not None  # phase_limit checked the free blocks
+        taken = 0
+        for i, seq in enumerate(seqs):
+            g = gains[i]
+            need = needs[i]
             if need > 0:
-                seq.blocks += allocate(need)  # type: ignore[operator]
-            seq.num_computed = computed  # = target - 1: its last token is computed next step
+                seq.blocks += fresh[taken:taken + need]
+                taken += need
+            seq.num_computed += g  # = target - 1: its last token is computed next step
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
             seq.num_output += g
-            emitted += g
             if seq.first_at < 0:
                 seq.first_at = first
             if seq.num_output >= seq.max_tokens:
                 seq.done = any_done = True
             if seq.sink is not None:
-                seq.sink(seq, g, last, times)
-        self.generation_tokens_total += emitted
+                seq.sink(seq, g, last, shared if spec_times is None else spec_times[i])
+        self.generation_tokens_total += sum(gains)
         if any_done:
             self._reap()
 
