@@ -278,10 +278,13 @@ class EngineCore:
         """How many decode steps, ``step`` first, run with this batch unless new work arrives:
         no sequence finishes before the last of them, no waiting sequence could be admitted,
         and the KV blocks suffice. 1 when ``step`` does not start a phase. With speculative
-        decoding, step times assume the mean number of accepted tokens."""
+        decoding, step times assume the mean number of accepted tokens. Without it, a step
+        in which the last prefill chunks complete (the batch decodes from the next step on)
+        starts a phase too: each of its sequences emits one token in it, as a decode does."""
         seqs = self.running
-        if (not step.pure_decode or len(step.entries) != len(seqs)
-                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
+        if (len(step.entries) != len(seqs) or len(seqs) > self.cfg.max_num_batched_tokens
+                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)
+                or not (step.pure_decode or self._prefills_complete(step))):
             return 1
         per_step = self.tokens_per_step
         left = min([s.max_tokens - s.num_output for s in seqs])
@@ -289,10 +292,25 @@ class EngineCore:
         # last step may finish sequences (finish_streak handles that exactly)
         k = int((left - 1) / per_step) if self.draft else left
         if k > 1:
-            held = [(s.num_computed, len(s.blocks)) for s in seqs]
+            # tokens computed as if the first step had been a decode (a prefill chunk of n
+            # tokens counts n - 1 more)
+            held = [(s.num_computed + n - 1, len(s.blocks)) for s, n, _ in step.entries]
             while k > 1 and self._streak_blocks(held, k, per_step) > self.pool.free_blocks:
                 k //= 2
         return max(k, 1)
+
+    def _prefills_complete(self, step: Step) -> bool:
+        """Every sequence of ``step`` samples a token at its end (the prefilling ones finish
+        their prompt in it), with no drafts, and no prompt block is left to share (a phase
+        shares them at its end, stepping at this step's end: a probe in between differs)."""
+        if self.draft:
+            return False
+        for seq, n, _ in step.entries:
+            if seq.num_computed + n != seq.prompt_len + seq.num_output:
+                return False
+            if seq.hashes and min((seq.num_computed + n) // self.bs, len(seq.hashes)) > seq.committed:
+                return False
+        return True
 
     @property
     def tokens_per_step(self) -> float:
@@ -349,7 +367,8 @@ class EngineCore:
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
-        seqs = [seq for seq, _, _ in step.entries if not seq.aborted]
+        live = [(seq, n) for seq, n, _ in step.entries if not seq.aborted]
+        seqs = [seq for seq, _ in live]
         spec_times = self._spec_times(seqs, shared) if spec and want_times else None
         if spec:
             # the credit recursion of finish() over k steps, in closed form
@@ -362,8 +381,9 @@ class EngineCore:
             gains = [k] * len(seqs)
         # the blocks the batch grows into, taken in one call: the same blocks, in the same
         # order, as one call per sequence
-        needs = [-(-(seq.num_computed + g + spec) // bs) - len(seq.blocks)
-                 for seq, g in zip(seqs, gains, strict=True)]
+        # the first step may complete prefills: n tokens computed instead of one (phase_limit)
+        computed = [seq.num_computed + g + n - 1 for (seq, n), g in zip(live, gains, strict=True)]
+        needs = [-(-(c + spec) // bs) - len(seq.blocks) for seq, c in zip(seqs, computed, strict=True)]
         total = sum(n for n in needs if n > 0)
         fresh = self.pool.allocate(total) if total else []
         assert fresh is not None  # phase_limit checked the free blocks
@@ -374,7 +394,7 @@ class EngineCore:
             if need > 0:
                 seq.blocks += fresh[taken:taken + need]
                 taken += need
-            seq.num_computed += g  # = target - 1: its last token is computed next step
+            seq.num_computed = computed[i]  # = target - 1: its last token is computed next step
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
             seq.num_output += g

@@ -119,3 +119,29 @@ def test_agentic_chains_in_decode_phases_equal_stepping() -> None:
             b.instance, b.cached_tokens, b.completion_tokens)
         assert (a.sent_at, a.first_token_at, a.finished_at) == pytest.approx(
             (b.sent_at, b.first_token_at, b.finished_at), abs=1e-9)
+
+
+def test_a_step_completing_prefills_starts_a_phase_equal_to_stepping(monkeypatch: Any) -> None:
+    """Closed loop: each completion admits a newcomer whose whole prompt is one chunk; the
+    step that prefills it (the others decoding) starts the next phase. Token for token the
+    same times as stepping, with some of those phases taken."""
+    from infermatrix.sim.scheduler import EngineCore
+
+    taken = []
+    original = EngineCore._prefills_complete
+
+    def spy(self: EngineCore, step: Any) -> bool:
+        ok = original(self, step)
+        taken.append(ok and not step.pure_decode)
+        return ok
+
+    monkeypatch.setattr(EngineCore, "_prefills_complete", spy)
+    cfg = config("H100", tp=2)
+    reqs = [SimRequest(300 + 41 * (i % 5), 60 + 13 * (i % 7)) for i in range(40)]
+    fast = simulate(cfg, reqs, concurrency=8)
+    assert any(taken)
+    slow = simulate(cfg, reqs, concurrency=8, streaks=False)
+    assert fast.steps == slow.steps
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert a.completion_tokens == b.completion_tokens
+        assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
