@@ -271,8 +271,8 @@ class EngineCore:
     # ------------------------------------------------------------------ virtual-time fast path
     #
     # A decode phase: consecutive decode-only steps that stepping one at a time would repeat
-    # with the same batch. Its step times are computed one by one (the performance model is a
-    # function of the batch) but the sequences are advanced once, at the phase's end.
+    # with the same batch. Its step times come from the performance model in numpy passes
+    # (only the context grows) and the sequences are advanced once, at the phase's end.
 
     def phase_limit(self, step: Step) -> int:
         """How many decode steps, ``step`` first, run with this batch unless new work arrives:
