@@ -403,7 +403,10 @@ class EngineCore:
             if seq.num_output >= seq.max_tokens:
                 seq.done = any_done = True
             if seq.sink is not None:
-                seq.sink(seq, g, last, shared if spec_times is None else spec_times[i])
+                times = shared if spec_times is None else spec_times[i]
+                if times is None and seq.num_output == g:  # its first token: at the first step
+                    times = np.asarray(ends)
+                seq.sink(seq, g, last, times)
         self.generation_tokens_total += sum(gains)
         if any_done:
             self._reap()

@@ -145,3 +145,8 @@ def test_a_step_completing_prefills_starts_a_phase_equal_to_stepping(monkeypatch
     for a, b in zip(fast.results, slow.results, strict=True):
         assert a.completion_tokens == b.completion_tokens
         assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
+    # without token times (as capacity searches and validation run): the same first tokens
+    bare = simulate(cfg, reqs, concurrency=8, record_token_times=False)
+    for a, b in zip(bare.results, slow.results, strict=True):
+        assert (a.first_token_at, a.finished_at) == pytest.approx(
+            (b.first_token_at, b.finished_at), abs=1e-9)
