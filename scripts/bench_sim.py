@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cpu_s": round(cpu_s, 4),
                 "output_tok_per_s_simulated": round(result["output_throughput"], 1)}
             line = (f"{job.recipe:45s} {job.workload:12s} c={conc:<4d} {served:5d} req "
-                    f"{run.steps:7d} steps  sim {sim_s:7.3f} s  metrics {metrics_s:6.3f} s  "
+                    f"{run.steps:7d} steps  sim {sim_s:7.3f} s  metrics {metrics_s:6.3f} s  cpu {cpu_s:6.3f} s  "
                     f"simulated {result['output_throughput']:8.0f} tok/s")
             if args.vs_steps:
                 ref, ref_s, _, _, _ = timed_level(cat, job, conc, True, args.repeat)

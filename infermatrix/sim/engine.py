@@ -2,8 +2,8 @@
 
 An ``Instance`` drives one ``EngineCore``: schedule a step, ask the performance model how long
 it takes, have the kernel call back when it ends, apply it, repeat while there is work. In
-virtual time a decode-only step starts a *phase*: the same batch stepping on until a sequence
-finishes or new work arrives. Its step times are computed ahead, only as far as the next event
+virtual time a decode-only step (or one completing the last prefills) starts a *phase*: the
+same batch stepping on until a sequence finishes or new work arrives. Its step times are computed ahead, only as far as the next event
 on the kernel (or at least as far again as already computed), and the sequences are advanced
 once at the phase's end; an arrival cuts the phase at the step then running, exactly where
 stepping one at a time would have admitted it. A ``Deployment``

@@ -29,12 +29,19 @@ the rank with the most of them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .tables import EfficiencyTables, default_tables, fabric_name
 
 if TYPE_CHECKING:
     from .config import SimConfig
+
+# a number, or an array of them (one per step of a decode phase), and min/max for either
+Num = float | np.ndarray
+Pick = Callable[[Num, float], Num]
 
 US = 1e-6
 ACT_BYTES = 2.0  # bf16 activations
@@ -211,16 +218,7 @@ class StepModel:
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
                          decode: bool) -> float:
         if decode:
-            ctx = kv_r / seqs_r
-            if self.sparse:
-                attended = ctx if ctx < self.topk else self.topk
-            elif self.sliding:
-                attended = self.window_share * ctx + (1 - self.window_share) * min(ctx, self.window)
-            else:
-                attended = ctx
-            memory = seqs_r * (attended * self.kv_main_s + ctx * self.kv_index_s)
-            compute = tokens_r * (attended * self.dec_s_pos + ctx * self.index_s_pos)
-            return max(memory, compute, self.att_floor_d)
+            return self._attention_decode(tokens_r, seqs_r, kv_r, min, max)
         pairs = pairs_r
         index = 0.0
         if self.sparse:
@@ -231,6 +229,21 @@ class StepModel:
         compute = pairs * self.pre_s_pair + index
         return max(compute, kv_r * self.kv_read_s_pre, self.att_floor_p)
 
+    def _attention_decode(self, tokens_r: float, seqs_r: float, kv_r: Num, minimum: Pick,
+                          maximum: Pick) -> Num:
+        """Attention of a decode step; ``kv_r`` a number (with min and max) or an array of
+        them, one per step (with np.minimum and np.maximum): the same arithmetic either way."""
+        ctx = kv_r / seqs_r
+        if self.sparse:
+            attended = minimum(ctx, self.topk)
+        elif self.sliding:
+            attended = self.window_share * ctx + (1 - self.window_share) * minimum(ctx, self.window)
+        else:
+            attended = ctx
+        memory = seqs_r * (attended * self.kv_main_s + ctx * self.kv_index_s)
+        compute = tokens_r * (attended * self.dec_s_pos + ctx * self.index_s_pos)
+        return maximum(maximum(memory, compute), self.att_floor_d)
+
     # ------------------------------------------------------------------ one step
 
     def step_time(self, tokens: int, seqs: int, kv_read: int, attn_pairs: float,
@@ -238,29 +251,52 @@ class StepModel:
         if seqs == 0:
             return 0.0
         work = tokens + draft_tokens
-        # the busiest attention-DP rank holds ceil(seqs / dp) of the sequences
-        dpa = self.dpa
-        rank = -(-seqs // dpa) / seqs if dpa > 1 else 1.0
+        rank = self._busiest_rank(seqs)
         w_r = work * rank
+        attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
+                                          tokens <= seqs)
+        return self._step(tokens, seqs, work, w_r, attention, draft_tokens)
+
+    def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:
+        """``step_time(seqs, seqs, kv, kv, draft_tokens)`` for every ``kv`` of ``kv_reads`` at
+        once: the consecutive steps of a decode phase, where only the context grows. Equal
+        to the scalar calls (the same operations in the same order, in float64)."""
+        work = seqs + draft_tokens
+        rank = self._busiest_rank(seqs)
+        w_r = work * rank
+        attention = self._attention_decode(w_r, seqs * rank, kv_reads * rank, np.minimum,
+                                           np.maximum)
+        return self._step(seqs, seqs, work, w_r, attention, draft_tokens)
+
+    def _busiest_rank(self, seqs: int) -> float:
+        """The share of the batch on the busiest attention-DP rank (ceil(seqs / dp) of them)."""
+        dpa = self.dpa
+        return -(-seqs // dpa) / seqs if dpa > 1 else 1.0
+
+    def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
+              draft_tokens: int) -> Num:
+        """A step from its attention time (a number, or an array of them, one per step):
+        every other operator depends only on the batch's token and sequence counts."""
         a = self.attn_proj_s_tok * w_r
         d = self.dense_s_tok * w_r
         e = self.elem_s_tok * w_r
         layer = ((a if a > self.attn_proj_max else self.attn_proj_max)
                  + (d if d > self.dense_max else self.dense_max)
                  + (e if e > self.elem_floor else self.elem_floor)
-                 + self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
-                                         tokens <= seqs)
+                 + attention
                  + (self.comm_fixed + self.comm_s_tok * w_r) * self.comm_visible)
         if self.experts:
-            layer += self._moe_layer(work)
+            layer = layer + self._moe_layer(work)
         gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_r
                + self.sample_fixed + self.sample_s_seq * seqs)
         if draft_tokens:
             # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch
-            gpu += draft_tokens / seqs * (layer + self.sample_fixed)
+            gpu = gpu + draft_tokens / seqs * (layer + self.sample_fixed)
         host = self.host_fixed + self.host_s_seq * seqs
         if tokens > seqs:
             host += self.host_s_prefill * (tokens - seqs)
-        if self.overlap:
-            return gpu if gpu > host else host
-        return gpu + host
+        if not self.overlap:
+            return gpu + host
+        if isinstance(gpu, np.ndarray):
+            return np.maximum(gpu, host)
+        return gpu if gpu > host else host

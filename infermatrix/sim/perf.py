@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .config import SimConfig
 from .operators import StepModel
 
@@ -29,7 +31,8 @@ class BatchShape:
 
 class PerfModel:
     """The stable interface of the step model: ``step_time``, ``decode_time``,
-    ``prefill_time`` (signatures unchanged whatever the model inside)."""
+    ``decode_times`` (a decode phase at once), ``prefill_time`` (signatures unchanged whatever
+    the model inside)."""
 
     def __init__(self, cfg: SimConfig):
         self.cfg = cfg
@@ -46,6 +49,11 @@ class PerfModel:
     def decode_time(self, seqs: int, context: int, draft_per_seq: int = 0) -> float:
         """A pure decode step of ``seqs`` sequences holding ``context`` tokens in total."""
         return self._step(seqs, seqs, context + seqs, context + seqs, seqs * draft_per_seq)
+
+    def decode_times(self, seqs: int, contexts: np.ndarray, draft_per_seq: int = 0) -> np.ndarray:
+        """``decode_time(seqs, c, draft_per_seq)`` for every ``c`` of ``contexts`` (ints) at
+        once, equal to those calls: the steps of a decode phase, whose batch only grows."""
+        return self.model.decode_steps(seqs, contexts + seqs, seqs * draft_per_seq)
 
     def prefill_time(self, tokens: int, prior: int = 0) -> float:
         """One sequence prefilling ``tokens`` on top of ``prior`` cached tokens, alone."""

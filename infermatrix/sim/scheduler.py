@@ -13,6 +13,7 @@ when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers s
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -270,17 +271,20 @@ class EngineCore:
     # ------------------------------------------------------------------ virtual-time fast path
     #
     # A decode phase: consecutive decode-only steps that stepping one at a time would repeat
-    # with the same batch. Its step times are computed one by one (the performance model is a
-    # function of the batch) but the sequences are advanced once, at the phase's end.
+    # with the same batch. Its step times come from the performance model in numpy passes
+    # (only the context grows) and the sequences are advanced once, at the phase's end.
 
     def phase_limit(self, step: Step) -> int:
         """How many decode steps, ``step`` first, run with this batch unless new work arrives:
         no sequence finishes before the last of them, no waiting sequence could be admitted,
         and the KV blocks suffice. 1 when ``step`` does not start a phase. With speculative
-        decoding, step times assume the mean number of accepted tokens."""
+        decoding, step times assume the mean number of accepted tokens. Without it, a step
+        in which the last prefill chunks complete (the batch decodes from the next step on)
+        starts a phase too: each of its sequences emits one token in it, as a decode does."""
         seqs = self.running
-        if (not step.pure_decode or len(step.entries) != len(seqs)
-                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)):
+        if (len(step.entries) != len(seqs) or len(seqs) > self.cfg.max_num_batched_tokens
+                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)
+                or not (step.pure_decode or self._prefills_complete(step))):
             return 1
         per_step = self.tokens_per_step
         left = min([s.max_tokens - s.num_output for s in seqs])
@@ -288,10 +292,25 @@ class EngineCore:
         # last step may finish sequences (finish_streak handles that exactly)
         k = int((left - 1) / per_step) if self.draft else left
         if k > 1:
-            held = [(s.num_computed, len(s.blocks)) for s in seqs]
+            # tokens computed as if the first step had been a decode (a prefill chunk of n
+            # tokens counts n - 1 more)
+            held = [(s.num_computed + n - 1, len(s.blocks)) for s, n, _ in step.entries]
             while k > 1 and self._streak_blocks(held, k, per_step) > self.pool.free_blocks:
                 k //= 2
         return max(k, 1)
+
+    def _prefills_complete(self, step: Step) -> bool:
+        """Every sequence of ``step`` samples a token at its end (the prefilling ones finish
+        their prompt in it), with no drafts, and no prompt block is left to share (a phase
+        shares them at its end, stepping at this step's end: a probe in between differs)."""
+        if self.draft:
+            return False
+        for seq, n, _ in step.entries:
+            if seq.num_computed + n != seq.prompt_len + seq.num_output:
+                return False
+            if seq.hashes and min((seq.num_computed + n) // self.bs, len(seq.hashes)) > seq.committed:
+                return False
+        return True
 
     @property
     def tokens_per_step(self) -> float:
@@ -302,18 +321,30 @@ class EngineCore:
                      limit: int) -> None:
         """Append the end times of the phase's next steps to ``ends`` (``ends[0]`` is
         ``step``'s): until one ends at or after ``horizon`` and there are ``at_least``, never
-        more than ``limit``."""
+        more than ``limit``. The step times come from the model in chunks (one numpy pass
+        each), as many as the horizon seems to need, then are cut where stepping would stop."""
         b = len(step.entries)
         context = step.shape.kv_read - b  # tokens held before the phase's first step
-        per_step = self.tokens_per_step
-        decode_time = self.perf.decode_time
-        draft = self.draft
+        grow = b * self.tokens_per_step  # tokens the batch gains per step
         j = len(ends)
-        t = ends[-1]
-        while j < limit and (j < at_least or t < horizon):
-            t += decode_time(b, int(context + j * b * per_step), draft)
-            ends.append(t)
-            j += 1
+        if j >= at_least and ends[-1] >= horizon:
+            return
+        n = at_least - j
+        while j < limit:
+            n = min(max(n, 1), limit - j)
+            contexts = (context + np.arange(j, j + n) * grow).astype(np.int64)
+            durations = self.perf.decode_times(b, contexts, self.draft)
+            # the running sum, added in the order stepping adds them
+            times = np.cumsum(np.concatenate(([ends[-1]], durations)))[1:]
+            first = max(at_least - j - 1, 0)  # the steps before it are needed whatever
+            late = np.flatnonzero(times[first:] >= horizon)
+            if late.size:
+                ends.extend(times[:first + late[0] + 1].tolist())
+                return
+            ends.extend(times.tolist())
+            j += n
+            # the steps still needed to reach the horizon, at the latest (longest) step time
+            n = int((horizon - ends[-1]) / durations[-1]) + 1 if horizon < math.inf else limit
 
     def _streak_blocks(self, held: Sequence[tuple[int, int]], k: int, per_step: float) -> int:
         """Blocks the sequences (tokens computed, blocks held) may need beyond what they hold,
@@ -331,40 +362,52 @@ class EngineCore:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
-        allocate, bs, spec = self.pool.allocate, self.bs, self.draft
+        bs, spec = self.bs, self.draft
         any_done = False
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
-        emitted = 0
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
-        seqs = [seq for seq, _, _ in step.entries if not seq.aborted]
+        live = [(seq, n) for seq, n, _ in step.entries if not seq.aborted]
+        seqs = [seq for seq, _ in live]
         spec_times = self._spec_times(seqs, shared) if spec and want_times else None
-        for i, seq in enumerate(seqs):
-            times: Sequence[float] | None = shared
-            g = k
-            if spec:
-                # the credit recursion of finish() over k steps, in closed form
+        if spec:
+            # the credit recursion of finish() over k steps, in closed form
+            gains = []
+            for seq in seqs:
                 total_accepted = int(seq.credit + k * mean)
-                if spec_times is not None:
-                    times = spec_times[i]
                 seq.credit = seq.credit + k * mean - total_accepted
-                g += total_accepted
-            computed = seq.num_computed + g
-            need = -(-(computed + spec) // bs) - len(seq.blocks)
+                gains.append(k + total_accepted)
+        else:
+            gains = [k] * len(seqs)
+        # the blocks the batch grows into, taken in one call: the same blocks, in the same
+        # order, as one call per sequence
+        # the first step may complete prefills: n tokens computed instead of one (phase_limit)
+        computed = [seq.num_computed + g + n - 1 for (seq, n), g in zip(live, gains, strict=True)]
+        needs = [-(-(c + spec) // bs) - len(seq.blocks) for seq, c in zip(seqs, computed, strict=True)]
+        total = sum(n for n in needs if n > 0)
+        fresh = self.pool.allocate(total) if total else []
+        assert fresh is not None  # phase_limit checked the free blocks
+        taken = 0
+        for i, seq in enumerate(seqs):
+            g = gains[i]
+            need = needs[i]
             if need > 0:
-                seq.blocks += allocate(need)  # type: ignore[operator]
-            seq.num_computed = computed  # = target - 1: its last token is computed next step
+                seq.blocks += fresh[taken:taken + need]
+                taken += need
+            seq.num_computed = computed[i]  # = target - 1: its last token is computed next step
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
             seq.num_output += g
-            emitted += g
             if seq.first_at < 0:
                 seq.first_at = first
             if seq.num_output >= seq.max_tokens:
                 seq.done = any_done = True
             if seq.sink is not None:
+                times = shared if spec_times is None else spec_times[i]
+                if times is None and seq.num_output == g:  # its first token: at the first step
+                    times = np.asarray(ends)
                 seq.sink(seq, g, last, times)
-        self.generation_tokens_total += emitted
+        self.generation_tokens_total += sum(gains)
         if any_done:
             self._reap()
 

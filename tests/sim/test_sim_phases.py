@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from sim_helpers import catalog, config
 
 from infermatrix.launch.virtual import measure_level, result_numbers
 from infermatrix.plan.jobs import plan_sweep
-from infermatrix.sim import SimRequest, segment_hashes, simulate
+from infermatrix.sim import SimConfig, SimRequest, segment_hashes, simulate
+from infermatrix.sim.perf import PerfModel
 
 LEVELS = [
     ("llama-3.1-70b-instruct/mi355x-vllm-fp8", "fixed-1k-1k", 8),
@@ -25,6 +27,33 @@ LEVELS = [
     ("deepseek-v4-pro/b300-trtllm-nvfp4-1ctx-1gen", "fixed-1k-1k", 16),  # prefill/decode pools
     ("deepseek-r1-0528/gb200-trtllm-nvfp4-slurm/ctx1tp4-gen1tep8-bs32", "fixed-8k-1k", 4),
 ]
+# one per attention kind and step shape the vectorised decode path must reproduce: GQA (vLLM,
+# no overlap), MLA (SGLang, overlap), sparse MLA with EAGLE drafts, sliding-window MoE under
+# expert parallelism, attention DP with uneven ranks (TensorRT-LLM)
+DECODE_CONFIGS = [
+    lambda: config("H200", tp=4),
+    lambda: SimConfig.from_recipe(catalog(), "deepseek-r1-0528/h200-sglang-fp8"),
+    lambda: SimConfig.from_recipe(catalog(), "deepseek-v4-pro/h200-sglang-w4a16"),
+    lambda: config("H100", model="gpt-oss-120b", tp=2, ep=2),
+    lambda: SimConfig.from_recipe(catalog(), "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8"),
+]
+
+
+@pytest.mark.parametrize("make", DECODE_CONFIGS)
+@pytest.mark.parametrize("seqs", [1, 7, 64])
+def test_decode_times_equal_one_call_per_step(make: Any, seqs: int) -> None:
+    """A decode phase's step times in one numpy pass equal the scalar model step by step,
+    across short and long contexts (sparse top-k and sliding windows switch on inside)."""
+    cfg = make()
+    perf = PerfModel(cfg)
+    draft = cfg.spec_draft_tokens
+    contexts = (seqs * 50 + np.arange(0, 3000, 7) * seqs * (1.7 if draft else 1.0)).astype(np.int64)
+    fast = perf.decode_times(seqs, contexts, draft)
+    slow = [perf.decode_time(seqs, int(c), draft) for c in contexts]
+    assert fast.tolist() == pytest.approx(slow, rel=1e-12, abs=0)
+    assert fast[-1] >= fast[0] > 0  # the context grows, and so does the step (or its floor)
+
+
 def _job(recipe: str, workload: str) -> Any:
     jobs = [j for j in plan_sweep(catalog(), "nightly")
             if j.recipe == recipe and j.workload == workload]
@@ -90,3 +119,34 @@ def test_agentic_chains_in_decode_phases_equal_stepping() -> None:
             b.instance, b.cached_tokens, b.completion_tokens)
         assert (a.sent_at, a.first_token_at, a.finished_at) == pytest.approx(
             (b.sent_at, b.first_token_at, b.finished_at), abs=1e-9)
+
+
+def test_a_step_completing_prefills_starts_a_phase_equal_to_stepping(monkeypatch: Any) -> None:
+    """Closed loop: each completion admits a newcomer whose whole prompt is one chunk; the
+    step that prefills it (the others decoding) starts the next phase. Token for token the
+    same times as stepping, with some of those phases taken."""
+    from infermatrix.sim.scheduler import EngineCore
+
+    taken = []
+    original = EngineCore._prefills_complete
+
+    def spy(self: EngineCore, step: Any) -> bool:
+        ok = original(self, step)
+        taken.append(ok and not step.pure_decode)
+        return ok
+
+    monkeypatch.setattr(EngineCore, "_prefills_complete", spy)
+    cfg = config("H100", tp=2)
+    reqs = [SimRequest(300 + 41 * (i % 5), 60 + 13 * (i % 7)) for i in range(40)]
+    fast = simulate(cfg, reqs, concurrency=8)
+    assert any(taken)
+    slow = simulate(cfg, reqs, concurrency=8, streaks=False)
+    assert fast.steps == slow.steps
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert a.completion_tokens == b.completion_tokens
+        assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
+    # without token times (as capacity searches and validation run): the same first tokens
+    bare = simulate(cfg, reqs, concurrency=8, record_token_times=False)
+    for a, b in zip(bare.results, slow.results, strict=True):
+        assert (a.first_token_at, a.finished_at) == pytest.approx(
+            (b.first_token_at, b.finished_at), abs=1e-9)
