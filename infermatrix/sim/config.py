@@ -166,6 +166,17 @@ class SimConfig:
         return self.kv_capacity_tokens // self.block_size
 
     @property
+    def kv_ranks(self) -> int:
+        """KV pools of one instance: one per attention-DP rank, which holds its own sequences'
+        KV (a sequence never spans ranks)."""
+        return self.dp if self.attention_dp else 1
+
+    @property
+    def rank_capacity_tokens(self) -> int:
+        """Tokens of KV one rank holds: the longest context one instance can serve."""
+        return self.num_blocks // self.kv_ranks * self.block_size
+
+    @property
     def fabric_bw(self) -> float:
         """Bandwidth of the collectives inside one instance."""
         if self.gpus <= self.scale_up_domain:
@@ -193,7 +204,7 @@ class SimConfig:
             "attention_dp": self.attention_dp, "instances": self.instances,
             "gpus": self.total_gpus,
             "weight_gb_per_gpu": round(self.weight_bytes_per_gpu / GB, 2),
-            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "kv_capacity_tokens": self.kv_capacity_tokens, "kv_ranks": self.kv_ranks,
             "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,

@@ -133,3 +133,42 @@ class BlockPool:
         self._hash_of.clear()  # blocks in use return to the free list when released
         self._block_of.clear()
         return dropped
+
+
+class RankPools:
+    """The KV pools of one instance's attention-DP ranks, seen as one (for metrics, the
+    router's prefix probe and cache resets). Each rank holds the KV of its own sequences."""
+
+    def __init__(self, pools: Sequence[BlockPool]):
+        self.ranks = list(pools)
+
+    @property
+    def num_blocks(self) -> int:
+        return sum(p.num_blocks for p in self.ranks)
+
+    @property
+    def free_blocks(self) -> int:
+        return sum(p.free_blocks for p in self.ranks)
+
+    @property
+    def used_blocks(self) -> int:
+        return self.num_blocks - self.free_blocks
+
+    @property
+    def usage(self) -> float:
+        total = self.num_blocks
+        return self.used_blocks / total if total else 0.0
+
+    @property
+    def query_tokens(self) -> int:
+        return sum(p.query_tokens for p in self.ranks)
+
+    @property
+    def hit_tokens(self) -> int:
+        return sum(p.hit_tokens for p in self.ranks)
+
+    def probe(self, hashes: Sequence[int]) -> int:
+        return max(p.probe(hashes) for p in self.ranks)
+
+    def reset(self) -> int:
+        return sum(p.reset() for p in self.ranks)
