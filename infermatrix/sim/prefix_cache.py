@@ -142,30 +142,19 @@ class RankPools:
     def __init__(self, pools: Sequence[BlockPool]):
         self.ranks = list(pools)
 
-    @property
-    def num_blocks(self) -> int:
-        return sum(p.num_blocks for p in self.ranks)
+    def _sum(self, name: str) -> int:
+        return sum(getattr(p, name) for p in self.ranks)
 
-    @property
-    def free_blocks(self) -> int:
-        return sum(p.free_blocks for p in self.ranks)
-
-    @property
-    def used_blocks(self) -> int:
-        return self.num_blocks - self.free_blocks
+    num_blocks = property(lambda self: self._sum("num_blocks"))
+    free_blocks = property(lambda self: self._sum("free_blocks"))
+    used_blocks = property(lambda self: self.num_blocks - self.free_blocks)
+    query_tokens = property(lambda self: self._sum("query_tokens"))  # prefix-cache lookups
+    hit_tokens = property(lambda self: self._sum("hit_tokens"))
 
     @property
     def usage(self) -> float:
         total = self.num_blocks
         return self.used_blocks / total if total else 0.0
-
-    @property
-    def query_tokens(self) -> int:
-        return sum(p.query_tokens for p in self.ranks)
-
-    @property
-    def hit_tokens(self) -> int:
-        return sum(p.hit_tokens for p in self.ranks)
 
     def probe(self, hashes: Sequence[int]) -> int:
         return max(p.probe(hashes) for p in self.ranks)

@@ -6,8 +6,8 @@ import pytest
 from sim_helpers import catalog
 
 from infermatrix.sim import SimConfig, SimRequest, simulate
-from infermatrix.sim.engine import Deployment, EngineRequest
 from infermatrix.sim.clock import VirtualKernel
+from infermatrix.sim.engine import Deployment, EngineRequest
 
 
 def test_attention_dp_replicates_everything_but_the_routed_experts_per_rank() -> None:
