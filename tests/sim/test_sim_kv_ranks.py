@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_helpers import catalog
 
-from infermatrix.sim import SimConfig, SimRequest, simulate
+from infermatrix.sim import SimConfig, SimRequest, segment_hashes, simulate
 from infermatrix.sim.clock import VirtualKernel
 from infermatrix.sim.engine import Deployment, EngineRequest
 
@@ -64,3 +64,20 @@ def test_a_request_longer_than_one_ranks_kv_is_rejected() -> None:
     reason = dep.reject_reason(EngineRequest(prompt_tokens=40_000, max_tokens=10))
     assert reason is not None and "attention-DP rank" in reason
     assert dep.reject_reason(EngineRequest(prompt_tokens=20_000, max_tokens=10)) is None
+
+
+def test_a_later_turn_goes_to_the_rank_that_caches_its_prefix() -> None:
+    cfg = SimConfig.from_parts(catalog(), "H200", "deepseek-r1-0528", "fp8", tp=8, dp=8, ep=8,
+                               attention_dp=True, engine="trtllm")
+    turn1 = segment_hashes([("system", 4096), ("user-1", 100)], cfg.block_size)
+    turn2 = segment_hashes([("system", 4096), ("user-1", 100), ("user-2", 100)], cfg.block_size)
+    other = segment_hashes([("other", 2000)], cfg.block_size)
+    reqs = [
+        SimRequest(prompt_tokens=4196, max_tokens=4, hashes=turn1),
+        # starts when turn 1 is done, on the then least-loaded rank: turn 1's
+        SimRequest(prompt_tokens=2000, max_tokens=2000, hashes=other, after=0),
+        # arrives while that one runs there: every other rank is emptier, but this one caches it
+        SimRequest(prompt_tokens=4296, max_tokens=4, hashes=turn2, after=0, delay=0.5),
+    ]
+    res = simulate(cfg, reqs).results
+    assert res[2].cached_tokens >= 4096
