@@ -111,12 +111,31 @@ class SimConfig:
         return own + (self.prefill.total_gpus if self.prefill else 0)
 
     @property
-    def weight_shards(self) -> int:
-        return _weight_shards(self.tp, self.pp, self.dp, self.ep, self.attention_dp)
+    def attention_tp(self) -> int:
+        """GPUs one attention-DP rank (or the whole instance, without attention DP) splits
+        attention over."""
+        return self.tp // self.dp if self.attention_dp else self.tp
+
+    @property
+    def expert_shards(self) -> int:
+        """Ways the routed experts are split: every GPU of the instance (EP, or TP-split
+        experts under attention DP); plain DP replicas without EP each hold a full copy."""
+        return self.tp * self.pp * (self.dp if self.ep > 1 and not self.attention_dp else 1)
+
+    @property
+    def dense_shards(self) -> int:
+        """Ways everything but the routed experts (attention, dense and shared MLPs,
+        embeddings, LM head) is split: the attention TP group × pp. Under attention DP each
+        rank holds its own copy, as each DP replica does."""
+        return self.attention_tp * self.pp
 
     @property
     def weight_bytes_per_gpu(self) -> float:
-        return self.total_params * self.bytes_per_param / self.weight_shards
+        """Weights on the fullest GPU: routed experts over the expert shards, the rest over
+        the attention TP group (replicated per attention-DP rank)."""
+        experts = self.expert_params
+        return self.bytes_per_param * (experts / self.expert_shards
+                                       + (self.total_params - experts) / self.dense_shards)
 
     @property
     def expert_params(self) -> float:
@@ -130,8 +149,7 @@ class SimConfig:
     def kv_shards(self) -> int:
         """Ways one instance splits its KV cache. MLA keeps one latent per token, replicated
         across the attention TP group; GQA splits KV heads (replicating beyond kv_heads)."""
-        attn_tp = self.tp // self.dp if self.attention_dp else self.tp
-        per_group = 1 if self.attention.startswith("mla") else min(attn_tp, self.kv_heads)
+        per_group = 1 if self.attention.startswith("mla") else min(self.attention_tp, self.kv_heads)
         return self.pp * self.dp * per_group
 
     @property
@@ -146,6 +164,17 @@ class SimConfig:
     @property
     def num_blocks(self) -> int:
         return self.kv_capacity_tokens // self.block_size
+
+    @property
+    def kv_ranks(self) -> int:
+        """KV pools of one instance: one per attention-DP rank, which holds its own sequences'
+        KV (a sequence never spans ranks)."""
+        return self.dp if self.attention_dp else 1
+
+    @property
+    def rank_capacity_tokens(self) -> int:
+        """Tokens of KV one rank holds: the longest context one instance can serve."""
+        return self.num_blocks // self.kv_ranks * self.block_size
 
     @property
     def fabric_bw(self) -> float:
@@ -175,7 +204,7 @@ class SimConfig:
             "attention_dp": self.attention_dp, "instances": self.instances,
             "gpus": self.total_gpus,
             "weight_gb_per_gpu": round(self.weight_bytes_per_gpu / GB, 2),
-            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "kv_capacity_tokens": self.kv_capacity_tokens, "kv_ranks": self.kv_ranks,
             "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
@@ -232,11 +261,6 @@ class SimConfig:
                 raise SimConfigError(f"{name} must be at least 1, got {value}")
         if attention_dp and tp % dp:
             raise SimConfigError(f"with attention_dp, tp ({tp}) must be divisible by dp ({dp})")
-        if kv_free_fraction is not None:
-            # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
-            # (weights + share × (HBM − weights)) / HBM
-            weights = mdl.total_params_b * 1e9 * bytes_per_param / _weight_shards(tp, pp, dp, ep, attention_dp)
-            memory_fraction = (weights + kv_free_fraction * (hw.memory_gb * GB - weights)) / (hw.memory_gb * GB)
         if per_rank_limits is None:
             per_rank_limits = engine in PER_RANK_ENGINES
         rank_scale = dp if attention_dp and per_rank_limits else 1
@@ -265,6 +289,11 @@ class SimConfig:
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads,
         )
+        if kv_free_fraction is not None:
+            # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
+            # (weights + share × (HBM − weights)) / HBM
+            weights, hbm = cfg.weight_bytes_per_gpu, cfg.memory_bytes
+            cfg = replace(cfg, memory_fraction=(weights + kv_free_fraction * (hbm - weights)) / hbm)
         cfg.check()
         return cfg
 
@@ -320,13 +349,6 @@ class SimConfig:
         prefill = pool_config(prefill_pool)
         decode = pool_config(decode_pool)
         return replace(decode, prefill=prefill, kv_transfer_bw=_kv_transfer_bw(prefill, decode))
-
-
-def _weight_shards(tp: int, pp: int, dp: int, ep: int, attention_dp: bool) -> int:
-    """Ways the weights are split: plain DP replicas each hold a full tp × pp copy."""
-    if dp > 1 and not attention_dp and ep == 1:
-        return tp * pp
-    return tp * pp * (1 if attention_dp else dp)
 
 
 def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:

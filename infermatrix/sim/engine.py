@@ -251,7 +251,7 @@ class Deployment:
         # decode placement follows load (the prefix cache matters on the prefill side)
         decode_policy = "least_loaded" if cfg.router_policy == "cache_aware" else cfg.router_policy
         self.decode_router = Router(decode_policy, seed + 1)
-        self._capacity = min(i.core.cfg.kv_capacity_tokens for i in self.all_instances)
+        self._capacity = min(i.core.cfg.rank_capacity_tokens for i in self.all_instances)
         self._rid = 0
         self.kv_transfers = 0
         self.kv_transfer_seconds = 0.0
@@ -273,7 +273,8 @@ class Deployment:
                     f"completion)")
         capacity = self._capacity
         if total > capacity:
-            return f"the request needs {total} tokens of KV cache; one instance holds {capacity}"
+            return (f"the request needs {total} tokens of KV cache; one instance (one "
+                    f"attention-DP rank) holds {capacity}")
         return None
 
     def submit(self, req: EngineRequest,

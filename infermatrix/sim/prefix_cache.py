@@ -133,3 +133,31 @@ class BlockPool:
         self._hash_of.clear()  # blocks in use return to the free list when released
         self._block_of.clear()
         return dropped
+
+
+class RankPools:
+    """The KV pools of one instance's attention-DP ranks, seen as one (for metrics, the
+    router's prefix probe and cache resets). Each rank holds the KV of its own sequences."""
+
+    def __init__(self, pools: Sequence[BlockPool]):
+        self.ranks = list(pools)
+
+    def _sum(self, name: str) -> int:
+        return sum(getattr(p, name) for p in self.ranks)
+
+    num_blocks = property(lambda self: self._sum("num_blocks"))
+    free_blocks = property(lambda self: self._sum("free_blocks"))
+    used_blocks = property(lambda self: self.num_blocks - self.free_blocks)
+    query_tokens = property(lambda self: self._sum("query_tokens"))  # prefix-cache lookups
+    hit_tokens = property(lambda self: self._sum("hit_tokens"))
+
+    @property
+    def usage(self) -> float:
+        total = self.num_blocks
+        return self.used_blocks / total if total else 0.0
+
+    def probe(self, hashes: Sequence[int]) -> int:
+        return max(p.probe(hashes) for p in self.ranks)
+
+    def reset(self) -> int:
+        return sum(p.reset() for p in self.ranks)

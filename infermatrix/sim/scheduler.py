@@ -7,6 +7,11 @@ the budget, the batch size (max_num_seqs) and the KV blocks last; a cached promp
 nothing. When a running sequence needs a KV block and none is free, the most recently admitted
 sequence is preempted: its blocks are freed and it will recompute its context later.
 
+Under attention data parallelism each rank keeps the KV of its own sequences in its own pool:
+a sequence is placed on one rank when admitted (the longest cached prefix, then the fewest
+sequences, then the most free blocks, among ranks where it fits), and a rank that runs out
+preempts its own most recent sequence.
+
 The core is clock-free: ``schedule()`` returns a step, the caller decides how long it takes and
 when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers share it.
 """
@@ -22,7 +27,7 @@ import numpy as np
 
 from .config import SimConfig
 from .perf import BatchShape, PerfModel
-from .prefix_cache import BlockPool
+from .prefix_cache import BlockPool, RankPools
 
 # Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
 ADMISSION_WATERMARK = 0.01
@@ -39,7 +44,7 @@ class Seq:
 
     __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
                  "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
-                 "first_at", "done", "aborted", "remote_kv")
+                 "first_at", "done", "aborted", "remote_kv", "rank")
 
     def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
                  sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0):
@@ -60,6 +65,7 @@ class Seq:
         self.done = False
         self.aborted = False
         self.remote_kv = remote_kv  # KV arrives from a prefill instance: no prefill here
+        self.rank = 0  # the attention-DP rank whose pool holds its KV
 
     @property
     def target(self) -> int:
@@ -78,7 +84,12 @@ class EngineCore:
     def __init__(self, cfg: SimConfig, perf: PerfModel | None = None):
         self.cfg = cfg
         self.perf = perf or PerfModel(cfg)
-        self.pool = BlockPool(cfg.num_blocks, cfg.block_size, cfg.prefix_caching)
+        ranks = cfg.kv_ranks
+        self.pools = [BlockPool(cfg.num_blocks // ranks, cfg.block_size, cfg.prefix_caching)
+                      for _ in range(ranks)]
+        self.pool = RankPools(self.pools)  # the instance's view (metrics, router, resets)
+        self.rank_seqs = [0] * ranks  # running sequences per rank
+        self.rank_max_seqs = -(-cfg.max_num_seqs // ranks)
         self.bs = cfg.block_size
         self.draft = cfg.spec_draft_tokens
         # expected accepted draft tokens per step (chain acceptance a + a² + … + a^k)
@@ -86,7 +97,7 @@ class EngineCore:
         self.accept_mean = sum(a ** i for i in range(1, self.draft + 1))
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
-        self.watermark = int(cfg.num_blocks * ADMISSION_WATERMARK)
+        self.watermark = int(cfg.num_blocks // ranks * ADMISSION_WATERMARK)  # per rank
         # counters for /metrics
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -106,7 +117,8 @@ class EngineCore:
         seq.aborted = seq.done = True
         if seq in self.running:
             self.running.remove(seq)
-            self.pool.release(seq.blocks)
+            self.pools[seq.rank].release(seq.blocks)
+            self.rank_seqs[seq.rank] -= 1
             seq.blocks = []
         else:
             try:
@@ -126,7 +138,7 @@ class EngineCore:
     def schedule(self) -> Step | None:
         budget = self.cfg.max_num_batched_tokens
         entries: list[tuple[Seq, int, int]] = []
-        pool = self.pool
+        pools = self.pools
         running = self.running
         preempted = False
         bs, spec = self.bs, self.draft
@@ -139,12 +151,15 @@ class EngineCore:
             draft = spec if spec and seq.num_output and n == left else 0
             need = -(-(seq.num_computed + n + draft) // bs) - len(seq.blocks)
             if need > 0:
-                while pool.free_blocks < need and running[-1] is not seq:
-                    self._preempt(running[-1])
+                pool = pools[seq.rank]
+                gone = False
+                while pool.free_blocks < need and not gone:
+                    # the most recently admitted sequence of this rank (perhaps seq itself)
+                    victim = self._last_on_rank(seq.rank)
+                    self._preempt(victim)
                     preempted = True
-                if pool.free_blocks < need:
-                    self._preempt(seq)
-                    preempted = True
+                    gone = victim is seq
+                if gone:
                     break
                 seq.blocks += pool.allocate(need)  # type: ignore[operator]
             entries.append((seq, n, draft))
@@ -168,29 +183,64 @@ class EngineCore:
         seqs = len(entries)
         return Step(entries, BatchShape(tokens, seqs, kv_read, pairs, drafts), pure)
 
+    def _last_on_rank(self, rank: int) -> Seq:
+        running = self.running
+        if len(self.pools) == 1:
+            return running[-1]
+        return next(s for s in reversed(running) if s.rank == rank)
+
+    def _matched(self, seq: Seq, pool: BlockPool) -> list[int]:
+        """The cached blocks ``seq`` can reuse from ``pool``: short of its whole context, since
+        at least one token must be computed to sample from."""
+        if seq.remote_kv and not seq.admitted:
+            return []
+        matched = pool.match(seq.hashes) if seq.hashes else []
+        while matched and len(matched) * self.bs >= seq.target:
+            matched.pop()
+        return matched
+
+    def _place(self, seq: Seq) -> tuple[int, list[int]]:
+        """The attention-DP rank for a sequence being admitted, and its cached blocks there:
+        among ranks with room, the longest cached prefix, then the fewest sequences, then the
+        most free blocks."""
+        pools = self.pools
+        if len(pools) == 1:
+            return 0, self._matched(seq, pools[0])
+        best: tuple[tuple[bool, int, int, int], int, list[int]] | None = None
+        for r, pool in enumerate(pools):
+            matched = self._matched(seq, pool)
+            room = (self.rank_seqs[r] < self.rank_max_seqs
+                    and pool.free_blocks - self.blocks_needed(seq.target) + len(matched) >= self.watermark)
+            key = (room, len(matched), -self.rank_seqs[r], pool.free_blocks)
+            if best is None or key > best[0]:
+                best = (key, r, matched)
+        assert best is not None
+        return best[1], best[2]
+
     def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
-        pool = self.pool
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
             seq = self.waiting[0]
+            rank, matched = self._place(seq)
+            if self.rank_seqs[rank] >= self.rank_max_seqs:
+                break  # every rank is full
+            pool = self.pools[rank]
             if seq.remote_kv and not seq.admitted:
                 seq.num_computed = seq.prompt_len + seq.num_output - 1
-                matched: list[int] = []
             else:
-                matched = pool.match(seq.hashes) if seq.hashes else []
-                # at least one token must be computed to sample from
-                while matched and len(matched) * self.bs >= seq.target:
-                    matched.pop()
                 seq.num_computed = len(matched) * self.bs
             n = min(seq.target - seq.num_computed, budget)
             draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
             pool.acquire(matched)
             need = self.blocks_needed(seq.num_computed + n + draft) - len(matched)
-            fresh = pool.allocate(need) if pool.free_blocks - need >= self.watermark or not self.running else None
+            fresh = (pool.allocate(need) if pool.free_blocks - need >= self.watermark
+                     or not self.rank_seqs[rank] else None)
             if fresh is None:
                 pool.release(matched)
                 seq.num_computed = 0
                 break
             self.waiting.popleft()
+            seq.rank = rank
+            self.rank_seqs[rank] += 1
             if not seq.admitted:
                 seq.admitted = True
                 seq.cached_tokens = len(matched) * self.bs
@@ -206,7 +256,8 @@ class EngineCore:
 
     def _preempt(self, seq: Seq) -> None:
         self.running.remove(seq)
-        self.pool.release(seq.blocks)
+        self.pools[seq.rank].release(seq.blocks)
+        self.rank_seqs[seq.rank] -= 1
         seq.blocks = []
         seq.num_computed = 0
         seq.committed = 0
@@ -253,15 +304,17 @@ class EngineCore:
     def _commit(self, seq: Seq) -> None:
         full = min(seq.num_computed // self.bs, len(seq.hashes))
         if full > seq.committed:
+            pool = self.pools[seq.rank]
             for j in range(seq.committed, full):
-                self.pool.commit(seq.blocks[j], seq.hashes[j])
+                pool.commit(seq.blocks[j], seq.hashes[j])
             seq.committed = full
 
     def _reap(self) -> None:
         keep = []
         for seq in self.running:
             if seq.done:
-                self.pool.release(seq.blocks)
+                self.pools[seq.rank].release(seq.blocks)
+                self.rank_seqs[seq.rank] -= 1
                 seq.blocks = []
                 self.finished_total += 1
             else:
@@ -294,8 +347,8 @@ class EngineCore:
         if k > 1:
             # tokens computed as if the first step had been a decode (a prefill chunk of n
             # tokens counts n - 1 more)
-            held = [(s.num_computed + n - 1, len(s.blocks)) for s, n, _ in step.entries]
-            while k > 1 and self._streak_blocks(held, k, per_step) > self.pool.free_blocks:
+            held = [(s.num_computed + n - 1, len(s.blocks), s.rank) for s, n, _ in step.entries]
+            while k > 1 and not self._streak_fits(held, k, per_step):
                 k //= 2
         return max(k, 1)
 
@@ -346,23 +399,23 @@ class EngineCore:
             # the steps still needed to reach the horizon, at the latest (longest) step time
             n = int((horizon - ends[-1]) / durations[-1]) + 1 if horizon < math.inf else limit
 
-    def _streak_blocks(self, held: Sequence[tuple[int, int]], k: int, per_step: float) -> int:
-        """Blocks the sequences (tokens computed, blocks held) may need beyond what they hold,
-        after ``k`` more steps."""
+    def _streak_fits(self, held: Sequence[tuple[int, int, int]], k: int, per_step: float) -> bool:
+        """Whether every rank's free blocks cover what its sequences (tokens computed, blocks
+        held, rank) may need beyond what they hold after ``k`` more steps."""
         grow = int(k * per_step) + 1 + self.draft
         bs = self.bs
-        need = 0
-        for computed, blocks in held:
+        need = [0] * len(self.pools)
+        for computed, blocks, rank in held:
             extra = -(-(computed + grow) // bs) - blocks
             if extra > 0:
-                need += extra
-        return need
+                need[rank] += extra
+        return all(n <= p.free_blocks for n, p in zip(need, self.pools, strict=True))
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
         k = len(ends)
         self.steps_total += k
-        bs, spec = self.bs, self.draft
+        pools, bs, spec = self.pools, self.bs, self.draft
         any_done = False
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
@@ -384,16 +437,22 @@ class EngineCore:
         # the first step may complete prefills: n tokens computed instead of one (phase_limit)
         computed = [seq.num_computed + g + n - 1 for (seq, n), g in zip(live, gains, strict=True)]
         needs = [-(-(c + spec) // bs) - len(seq.blocks) for seq, c in zip(seqs, computed, strict=True)]
-        total = sum(n for n in needs if n > 0)
-        fresh = self.pool.allocate(total) if total else []
-        assert fresh is not None  # phase_limit checked the free blocks
-        taken = 0
+        # one call per rank pool (phase_limit checked each rank's free blocks)
+        fresh: dict[int, list[int]] = {}
+        for rank, pool in enumerate(pools):
+            total = sum(n for n, seq in zip(needs, seqs, strict=True) if n > 0 and seq.rank == rank)
+            if total:
+                got = pool.allocate(total)
+                assert got is not None
+                fresh[rank] = got
+        taken = [0] * len(pools)
         for i, seq in enumerate(seqs):
             g = gains[i]
             need = needs[i]
             if need > 0:
-                seq.blocks += fresh[taken:taken + need]
-                taken += need
+                at = taken[seq.rank]
+                seq.blocks += fresh[seq.rank][at:at + need]
+                taken[seq.rank] = at + need
             seq.num_computed = computed[i]  # = target - 1: its last token is computed next step
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)

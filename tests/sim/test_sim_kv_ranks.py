@@ -1,0 +1,83 @@
+"""KV capacity from the recipe: weights per GPU by part, and one KV pool per attention-DP rank."""
+
+from __future__ import annotations
+
+import pytest
+from sim_helpers import catalog
+
+from infermatrix.sim import SimConfig, SimRequest, segment_hashes, simulate
+from infermatrix.sim.clock import VirtualKernel
+from infermatrix.sim.engine import Deployment, EngineRequest
+
+
+def test_attention_dp_replicates_everything_but_the_routed_experts_per_rank() -> None:
+    cat = catalog()
+    ascend = SimConfig.from_recipe(cat, "deepseek-v3.2/ascend-910c-sglang-w8a8-1p1d")
+    # decode pool: TP32 with attention DP8, EP32: experts over 32 dies, the rest over the
+    # attention TP group of 4 (int8, one byte a parameter)
+    experts = ascend.expert_params
+    assert ascend.expert_shards == 32 and ascend.dense_shards == 4
+    assert ascend.weight_bytes_per_gpu == pytest.approx(experts / 32 + (671e9 - experts) / 4)
+    assert ascend.kv_ranks == 8
+    # the prefill pool (plain TP32) splits everything 32 ways and has one KV pool
+    assert ascend.prefill.weight_bytes_per_gpu == pytest.approx(671e9 / 32)
+    assert ascend.prefill.kv_ranks == 1
+    assert ascend.weight_bytes_per_gpu > 1.15 * ascend.prefill.weight_bytes_per_gpu
+    # a dense model without attention DP: all of it over tp
+    llama = SimConfig.from_parts(cat, "H200", "llama-3.1-70b-instruct", "fp8", tp=4)
+    assert llama.weight_bytes_per_gpu == pytest.approx(70.6e9 / 4)
+
+
+def _dep8(memory_fraction: float) -> SimConfig:
+    return SimConfig.from_parts(catalog(), "H200", "deepseek-r1-0528", "fp8", tp=8, dp=8, ep=8,
+                                attention_dp=True, engine="trtllm", memory_fraction=memory_fraction,
+                                max_num_batched_tokens=262144, prefix_caching=False)
+
+
+def test_each_rank_holds_only_its_own_sequences_kv() -> None:
+    # KV room so that each of the 8 ranks holds 1.5 long sequences: the whole instance could
+    # hold 12, but a sequence never spans ranks, so only 8 run at once
+    probe = _dep8(0.9)
+    per_token = probe.kv_bytes_per_token / probe.kv_shards * probe.kv_ranks  # bytes on one GPU
+    weights = probe.weight_bytes_per_gpu
+    prompt, out = 20_000, 64
+    fraction = (weights + 1.5 * (prompt + out) * per_token) / probe.memory_bytes
+    cfg = _dep8(fraction)
+    assert 1.4 * (prompt + out) < cfg.rank_capacity_tokens < 1.6 * (prompt + out)
+    assert cfg.kv_capacity_tokens > 11.5 * (prompt + out)
+    reqs = [SimRequest(prompt_tokens=prompt, max_tokens=out) for _ in range(12)]
+    res = sorted(simulate(cfg, reqs, concurrency=12).results, key=lambda r: r.first_token_at)
+    assert all(r.error is None for r in res)
+    first, late = res[:8], res[8:]
+    # the last four start only when sequences of the first four have finished and freed a rank
+    assert min(r.first_token_at for r in late) >= min(r.finished_at for r in first)
+    assert max(r.first_token_at for r in first) < min(r.finished_at for r in first)
+
+
+def test_a_request_longer_than_one_ranks_kv_is_rejected() -> None:
+    probe = _dep8(0.9)
+    per_token = probe.kv_bytes_per_token / probe.kv_shards * probe.kv_ranks
+    fraction = (probe.weight_bytes_per_gpu + 30_000 * per_token) / probe.memory_bytes
+    cfg = _dep8(fraction)
+    assert cfg.kv_capacity_tokens > 200_000 > 40_000 > cfg.rank_capacity_tokens
+    dep = Deployment(cfg, VirtualKernel())
+    reason = dep.reject_reason(EngineRequest(prompt_tokens=40_000, max_tokens=10))
+    assert reason is not None and "attention-DP rank" in reason
+    assert dep.reject_reason(EngineRequest(prompt_tokens=20_000, max_tokens=10)) is None
+
+
+def test_a_later_turn_goes_to_the_rank_that_caches_its_prefix() -> None:
+    cfg = SimConfig.from_parts(catalog(), "H200", "deepseek-r1-0528", "fp8", tp=8, dp=8, ep=8,
+                               attention_dp=True, engine="trtllm")
+    turn1 = segment_hashes([("system", 4096), ("user-1", 100)], cfg.block_size)
+    turn2 = segment_hashes([("system", 4096), ("user-1", 100), ("user-2", 100)], cfg.block_size)
+    other = segment_hashes([("other", 2000)], cfg.block_size)
+    reqs = [
+        SimRequest(prompt_tokens=4196, max_tokens=4, hashes=turn1),
+        # starts when turn 1 is done, on the then least-loaded rank: turn 1's
+        SimRequest(prompt_tokens=2000, max_tokens=2000, hashes=other, after=0),
+        # arrives while that one runs there: every other rank is emptier, but this one caches it
+        SimRequest(prompt_tokens=4296, max_tokens=4, hashes=turn2, after=0, delay=0.5),
+    ]
+    res = simulate(cfg, reqs).results
+    assert res[2].cached_tokens >= 4096
