@@ -143,8 +143,9 @@ class _Exchange:
                 "sse_event_too_large", f"an SSE line or event longer than {_mib(EVENT_LIMIT)}"
             )
         # the next drain copies the pending event once more: wait until it has (at least) doubled,
-        # but not past the event limit, so an endless line is cut off near EVENT_LIMIT bytes
-        self.drain_at = max(DRAIN_BYTES, min(parser.pending, EVENT_LIMIT - parser.pending))
+        # and at most half the event limit, so an endless line is cut off by 1.5 x EVENT_LIMIT
+        # after a few copies (draining more often copies it more often)
+        self.drain_at = max(DRAIN_BYTES, min(parser.pending, EVENT_LIMIT // 2))
         self._events(events)
 
     def _events(self, events: list[Stamped]) -> None:
