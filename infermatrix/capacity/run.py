@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
+from ..client import eventloop
 from ..client.affinity import NONE, Affinity
 from ..client.config import BenchConfig
 from ..client.http import HTTPClient
@@ -162,7 +163,7 @@ def settings_of(m: CapacityMeasurement, time_scale: float = 1.0) -> CapacitySett
 
 
 def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
-    return asyncio.run(find_capacity(*args, **kw))
+    return eventloop.run(find_capacity(*args, **kw))
 
 
 def capacity_document(

@@ -11,13 +11,16 @@ import asyncio
 import json
 import os
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .backends import decode_chunk, decode_full_response, error_message
 from .config import Timeouts
 from .http import BodySink, HTTPClient, HTTPError, Response, collector
 from .records import RequestRecord
 from .sse import SSEParser, Stamped
+
+if TYPE_CHECKING:
+    from .deferred import DeferredParser
 
 _ERROR_BODY_LIMIT = 2000
 DRAIN_PIECES = 8  # parse a stream's pending pieces in batches of this many reads
@@ -41,15 +44,16 @@ class _Exchange:
     """Routes one response's body: SSE pieces into the record, or a small body to keep.
 
     The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
-    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces, scheduled after the reads the loop
-    has already taken in (so it never delays their stamps, and no backlog is left for the end of
-    the answer, when the next wave of requests is starting); when the answer has ended (a piece
-    ending in ``data: [DONE]`` resolves the request at once, the rest is parsed in its task);
-    at once when a piece may hold an error event or an unusual ``[DONE]``, or ``DRAIN_BYTES``
-    are pending (memory stays small whatever the pieces)."""
+    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces, after the reads the loop has
+    already taken in (so it never delays their stamps) — in the run's :class:`DeferredParser`
+    when there is one (slices of parsing between reads), else scheduled on the loop; when the
+    answer has ended (a piece ending in ``data: [DONE]`` resolves the request at once, the rest
+    is parsed later); at once when a piece may hold an error event or an unusual ``[DONE]``, or
+    the pending bytes pass ``drain_at`` (memory stays small whatever the pieces)."""
 
     __slots__ = (
         "body",
+        "deferred",
         "done_early",
         "drain_at",
         "drain_soon",
@@ -63,8 +67,9 @@ class _Exchange:
         "stamps",
     )
 
-    def __init__(self, rec: RequestRecord) -> None:
+    def __init__(self, rec: RequestRecord, deferred: DeferredParser | None = None) -> None:
         self.rec = rec
+        self.deferred = deferred
         self.parser: SSEParser | None = None
         self.body = bytearray()
         self.resp: Response | None = None
@@ -107,14 +112,17 @@ class _Exchange:
             self._drain_now()
         elif len(pieces) >= DRAIN_PIECES and not self.drain_soon:
             self.drain_soon = True
-            asyncio.get_running_loop().call_soon(self._drain_later)
+            if self.deferred is not None:
+                self.deferred.stream(self)
+            else:
+                asyncio.get_running_loop().call_soon(self.drain_later)
 
     def _drain_now(self) -> None:
         self._drain()
         if self.rec.done_seen:
             self.resp.finish_early(close=False)  # type: ignore[union-attr]
 
-    def _drain_later(self) -> None:
+    def drain_later(self) -> None:
         self.drain_soon = False
         resp = self.resp
         if self.ended or resp is None or resp.done.done():
@@ -186,6 +194,19 @@ class _Exchange:
             self.ended = True
             raise HTTPError("bad_event", f"{rec.bad_events} malformed event(s), first: {first_bad}")
 
+    def complete(self) -> RequestRecord:
+        """Parse what is left and classify the outcome."""
+        rec = self.rec
+        if rec.error is None:
+            try:
+                self.finish()
+            except HTTPError as e:
+                _fail(rec, e)
+        if rec.error is None and not rec.event_times:
+            rec.error = "empty_output"
+            rec.error_detail = "the response carried no generated text"
+        return rec
+
     def finish(self) -> None:
         """After the body ended (or [DONE]): complete the record. Raises HTTPError."""
         rec = self.rec
@@ -213,10 +234,12 @@ async def transfer(
     rec: RequestRecord,
     total_timeout: float,
     headers: dict[str, str] | None = None,
+    deferred: DeferredParser | None = None,
 ) -> _Exchange:
     """Send one request and receive its answer, stamped; :func:`complete` parses what is left.
-    Between the two the caller may free its concurrency slot (the next request goes first)."""
-    ex = _Exchange(rec)
+    Between the two the caller may free its concurrency slot (the next request goes first).
+    With ``deferred``, the answer is parsed there while it streams, between reads."""
+    ex = _Exchange(rec, deferred)
     rec.start = perf_counter()
     try:
         async with asyncio.timeout(total_timeout):
@@ -235,16 +258,7 @@ async def transfer(
 
 def complete(ex: _Exchange) -> RequestRecord:
     """Parse what :func:`transfer` stored and classify the outcome."""
-    rec = ex.rec
-    if rec.error is None:
-        try:
-            ex.finish()
-        except HTTPError as e:
-            _fail(rec, e)
-    if rec.error is None and not rec.event_times:
-        rec.error = "empty_output"
-        rec.error_detail = "the response carried no generated text"
-    return rec
+    return ex.complete()
 
 
 def _fail(rec: RequestRecord, e: HTTPError) -> None:

@@ -13,15 +13,17 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
+from . import eventloop
 from .backends import build_body
 from .config import BenchConfig
 from .datasets import build_requests
+from .deferred import DeferredParser
 from .errors import ClientInputError
 from .http import HTTPClient, HTTPError, collector
 from .metrics import compute, per_request_details
 from .progress import Progress
 from .records import RequestRecord, RequestSpec
-from .request import complete, get_json, make_client, send, transfer
+from .request import get_json, make_client, send, transfer
 from .result import build_result
 from .tokenizer import WORDS_WARNING, Tokenizer, WordTokenizer, load_tokenizer
 
@@ -82,7 +84,7 @@ async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
 
 
 def run_benchmark_sync(cfg: BenchConfig) -> dict[str, Any]:
-    return asyncio.run(run_benchmark(cfg))
+    return eventloop.run(run_benchmark(cfg))
 
 
 async def execute(cfg: BenchConfig) -> RunOutcome:
@@ -246,15 +248,15 @@ async def timed_run(
         len(prepared), enabled=not (cfg.disable_tqdm or quiet) and sys.stderr.isatty()
     )
 
+    parser = DeferredParser(lambda rec: progress.done(rec.ok))
+
     async def one(p: Prepared, rec: RequestRecord) -> None:
         if sem is None:
-            ex = await transfer(client, url, p.body, rec, total, p.spec.headers)
+            ex = await transfer(client, url, p.body, rec, total, p.spec.headers, parser)
         else:
             async with sem:
-                ex = await transfer(client, url, p.body, rec, total, p.spec.headers)
-        await asyncio.sleep(0)  # the slot is free: let the next request go out first
-        complete(ex)  # then parse this answer, in bulk
-        progress.done(rec.ok)
+                ex = await transfer(client, url, p.body, rec, total, p.spec.headers, parser)
+        parser.ended(ex)  # parsed between reads, never in one burst with the whole wave
 
     gc.collect()
     gc.freeze()  # everything built so far is immortal: no GC pauses walking the prompts
@@ -274,6 +276,7 @@ async def timed_run(
     finally:
         for t in tasks:
             t.cancel()
+        parser.finish()  # the answers still queued (an interrupted run keeps them too)
         progress.close()
         gc.unfreeze()
     return records, t0, t_end

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
+from . import eventloop
 from .affinity import NONE, Affinity
 from .affinity import parse as parse_affinity
 from .backends import build_body
@@ -347,7 +348,7 @@ async def run_level(
 def run_level_sync(
     cfg: BenchConfig, source: SessionSource, plan: LevelPlan, affinity: Affinity = NONE
 ) -> LevelOutcome:
-    return asyncio.run(run_level(cfg, source, plan, affinity))
+    return eventloop.run(run_level(cfg, source, plan, affinity))
 
 
 def _cid(session: Session, reuse: int) -> str:
@@ -523,7 +524,7 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
 
 
 def run_multi_turn_sync(cfg: BenchConfig, opts: SessionOptions | None = None) -> dict[str, Any]:
-    return asyncio.run(run_multi_turn(cfg, opts))
+    return eventloop.run(run_multi_turn(cfg, opts))
 
 
 def format_agentic(result: dict[str, Any]) -> str:

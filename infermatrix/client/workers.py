@@ -20,6 +20,7 @@ import sys
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from . import eventloop
 from .config import BenchConfig
 from .errors import ClientInputError
 from .records import RequestRecord
@@ -144,4 +145,4 @@ def _write(out: Any, obj: Any) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(_worker())
+    eventloop.run(_worker())

@@ -31,7 +31,6 @@ the request, so a client's TTFT also includes sending the request (sub-milliseco
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import selectors
@@ -51,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "perf" / "imx_stamp_server.py"
 sys.path.insert(0, str(ROOT))
 
-from infermatrix.client import BenchConfig  # noqa: E402
+from infermatrix.client import BenchConfig, eventloop  # noqa: E402
 from infermatrix.client.metrics import compute, percentile  # noqa: E402
 from infermatrix.client.runner import execute  # noqa: E402
 
@@ -143,7 +142,7 @@ def run_ours(
         num_warmups=warmups,
     )
     srv.reset()
-    out = asyncio.run(execute(cfg))
+    out = eventloop.run(execute(cfg))
     m = compute(out.records, out.t0, out.t_end, out.tokenizer, [99], ["ttft", "tpot"], {})
     truth = srv.truth()
     lags: list[float] = []
@@ -383,6 +382,19 @@ def pin_cpus(enabled: bool) -> int | None:
     return 1
 
 
+def realtime(enabled: bool) -> str:
+    """Give this process (and the server it starts, which inherits it) a real-time priority,
+    so other work on a shared machine cannot preempt the measurement. Needs root or
+    CAP_SYS_NICE; the kernel still keeps 5% of each second for everything else."""
+    if not enabled:
+        return "normal scheduling"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    except (OSError, AttributeError) as e:
+        return f"normal scheduling (real-time priority refused: {e})"
+    return "real-time priority (SCHED_FIFO 10) for client and server"
+
+
 def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -413,10 +425,17 @@ def main() -> int:
         action="store_false",
         help="do not pin the client and the server to separate cores",
     )
+    ap.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run client and server at real-time priority (SCHED_FIFO): a shared machine's "
+        "other work cannot preempt them",
+    )
     args = ap.parse_args()
     concs = [int(c) for c in args.concurrency.split(",")]
     cpu = pin_cpus(args.pin)
     print(f"client pinned to CPU 0, server to CPU {cpu}" if cpu is not None else "not pinned")
+    print(realtime(args.realtime), f"event loop: {eventloop.loop_name()}")
     print(load())
 
     rows: list[tuple[str, int, float, float, float, float]] = []
