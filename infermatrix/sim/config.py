@@ -216,7 +216,8 @@ class SimConfig:
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
-            "router_policy": self.router_policy,
+            "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
+            "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
