@@ -343,9 +343,12 @@ class SimConfig:
                 if spec else None,
                 **knobs,
             }
+            # SGLang's all-to-all MoE backends (DeepEP, Mooncake) put the experts on expert
+            # parallelism over the TP group: ep = tp, whether or not --ep is given
+            ep = par.tp if knobs.pop("a2a_experts", False) and par.ep == 1 else par.ep
             return cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
-                tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, attention_dp=par.attention_dp,
+                tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,
@@ -467,6 +470,9 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             sizes = [_resolve(v, params) for v in value]
             if all(isinstance(v, int) for v in sizes):
                 knobs[_GRAPH_LISTS[key]] = max(sizes)
+            continue
+        if key == "moe-a2a-backend":
+            knobs["a2a_experts"] = str(value).lower() != "none"
             continue
         if key in ("disable-cuda-graph", "enforce-eager"):
             if _truthy(value):

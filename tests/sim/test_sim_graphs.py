@@ -24,6 +24,7 @@ def test_graph_limits_come_from_each_engines_args() -> None:
     assert ascend.graph_max_seqs == 4  # decode: cuda-graph-max-bs 4
     assert ascend.prefill is not None and ascend.prefill.graph_max_seqs == 0  # disable-cuda-graph
     assert ascend.prefill.attention_cp == 32  # attn-cp-size
+    assert ascend.prefill.ep == 32  # moe-a2a-backend deepep: experts on EP over the TP group
     assert ascend.rank_dispatch == "random"  # SGLang PD: bootstrap_room % dp
     dep8 = SimConfig.from_recipe(cat, DEP8)
     assert dep8.graph_max_seqs == 192  # largest of cuda_graph_config.batch_sizes
