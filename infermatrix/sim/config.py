@@ -85,6 +85,13 @@ class SimConfig:
     spec_draft_tokens: int = 0
     spec_acceptance: float = 0.0
     stream_interval: int = 1  # tokens per streamed chunk (TensorRT-LLM stream_interval)
+    # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
+    # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
+    graph_max_seqs: int = -1
+    attention_cp: int = 1  # prefill context parallelism: ranks a prompt's attention is split over
+    # how requests reach attention-DP ranks: "balanced" (the scheduler's placement) or "random"
+    # (SGLang PD decode: rank = bootstrap_room % dp, a random room per request)
+    rank_dispatch: str = "balanced"
     # deployment
     instances: int = 1
     router_policy: str = "round_robin"
@@ -209,7 +216,8 @@ class SimConfig:
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
-            "router_policy": self.router_policy,
+            "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
+            "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
@@ -229,14 +237,17 @@ class SimConfig:
         spec_draft_tokens: int = 0, spec_acceptance: float | None = None,
         kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1,
         router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
-        per_rank_limits: bool | None = None,
+        per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
+        attention_cp: int = 1,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
         ``engine`` (vllm, sglang, trtllm) picks the engine's overheads and limit semantics: under
         attention data parallelism TensorRT-LLM's and vLLM's max batch size and token budget are
         per rank (the instance admits dp × as many), SGLang's are for the whole instance.
-        ``per_rank_limits`` overrides that."""
+        ``per_rank_limits`` overrides that. ``graph_max_seqs`` is the largest decode batch per
+        rank the engine captured as a CUDA/NPU graph (-1: all, 0: none); ``graph_max_tokens``
+        gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too)."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
         if precision not in PRECISIONS:
@@ -264,6 +275,8 @@ class SimConfig:
         if per_rank_limits is None:
             per_rank_limits = engine in PER_RANK_ENGINES
         rank_scale = dp if attention_dp and per_rank_limits else 1
+        if graph_max_tokens > 0:
+            graph_max_seqs = graph_max_tokens // (1 + spec_draft_tokens)
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -283,8 +296,9 @@ class SimConfig:
             spec_draft_tokens=spec_draft_tokens,
             spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
                              else spec_acceptance) if spec_draft_tokens else 0.0,
-            stream_interval=max(1, stream_interval),
-            instances=instances, router_policy=canonical_policy(router_policy), tuning=tuning,
+            stream_interval=max(1, stream_interval), graph_max_seqs=graph_max_seqs,
+            attention_cp=max(1, attention_cp), instances=instances,
+            router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads,
@@ -329,9 +343,12 @@ class SimConfig:
                 if spec else None,
                 **knobs,
             }
+            # SGLang's all-to-all MoE backends (DeepEP, Mooncake) put the experts on expert
+            # parallelism over the TP group: ep = tp, whether or not --ep is given
+            ep = par.tp if knobs.pop("a2a_experts", False) and par.ep == 1 else par.ep
             return cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
-                tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep, attention_dp=par.attention_dp,
+                tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,
@@ -348,7 +365,10 @@ class SimConfig:
         decode_pool = next(p for p in pools if p.role == "decode")
         prefill = pool_config(prefill_pool)
         decode = pool_config(decode_pool)
-        return replace(decode, prefill=prefill, kv_transfer_bw=_kv_transfer_bw(prefill, decode))
+        # SGLang PD: a request's decode DP rank is its bootstrap room (random) modulo dp
+        dispatch = "random" if decode.engine == "sglang" and decode.attention_dp else "balanced"
+        return replace(decode, prefill=prefill, kv_transfer_bw=_kv_transfer_bw(prefill, decode),
+                       rank_dispatch=dispatch)
 
 
 def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
@@ -391,9 +411,18 @@ _ARG_KNOBS = {
     "block-size": "block_size", "page-size": "block_size", "tokens-per-block": "block_size",
     "max-model-len": "max_model_len", "context-length": "max_model_len", "max-seq-len": "max_model_len",
     "stream-interval": "stream_interval", "max-prefill-tokens": "max_prefill_tokens",
+    # decode graphs: SGLang and TensorRT-LLM count sequences, vLLM tokens
+    "cuda-graph-max-bs": "graph_max_seqs", "cuda-graph-config.max-batch-size": "graph_max_seqs",
+    "max-cudagraph-capture-size": "graph_max_tokens",
+    "attn-cp-size": "attention_cp",
     # TensorRT-LLM: the share of the memory left after the weights, not of the whole HBM
     "kv-cache-config.free-gpu-memory-fraction": "kv_free_fraction",
 }
+
+
+# graph capture sizes given as a list: the largest is the limit
+_GRAPH_LISTS = {"cuda-graph-bs": "graph_max_seqs", "cuda-graph-config.batch-sizes": "graph_max_seqs",
+                "cuda-graph-sizes": "graph_max_tokens"}
 
 
 def _resolve(value: Any, params: dict[str, Any]) -> Any:
@@ -431,8 +460,23 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
         knobs["max_model_len"] = recipe.max_model_len
     for raw_key, raw in _settings(pool):
         key = raw_key.lower().lstrip("-").replace("_", "-")
+        if key == "cuda-graph-config" and raw is None:  # TensorRT-LLM: null disables graphs
+            knobs["graph_max_seqs"] = 0
+            continue
         value = _resolve(raw, params)
         if value is None:
+            continue
+        if key in _GRAPH_LISTS and isinstance(value, list) and value:
+            sizes = [_resolve(v, params) for v in value]
+            if all(isinstance(v, int) for v in sizes):
+                knobs[_GRAPH_LISTS[key]] = max(sizes)
+            continue
+        if key == "moe-a2a-backend":
+            knobs["a2a_experts"] = str(value).lower() != "none"
+            continue
+        if key in ("disable-cuda-graph", "enforce-eager"):
+            if _truthy(value):
+                knobs["graph_max_seqs"] = 0
             continue
         if key in _ARG_KNOBS:
             try:

@@ -23,13 +23,21 @@ infermatrix/sim/data/efficiency.yaml by hardware, dtype and operator:
   engine has an overlap scheduler.
 
 Under attention data parallelism each rank attends to its own sequences: the step waits for
-the rank with the most of them.
+the rank with the most of them (ceil(seqs / dp) when the scheduler balances them; the expected
+maximum of a random placement when requests reach ranks at random, as SGLang's PD decode does).
+
+Decode steps run as captured CUDA/NPU graphs up to the recipe's largest captured batch per rank;
+a larger batch (or an engine with graphs disabled) runs eagerly, and then the host must launch
+every operator of every layer itself: the step takes at least ``layers × eager dispatch`` (the
+``eager_dispatch`` row of the tables). Under a random placement the share of steps that fit the
+graph is the probability that no rank exceeds it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,6 +69,7 @@ class StepModel:
         att_p = t.operator("attention_prefill", hw, vendor, fallback=tun)
         elem = t.operator("elementwise", hw, vendor, fallback=tun)
         samp = t.operator("sampling", hw, vendor, fallback=tun)
+        eager = t.operator("eager_dispatch", hw, vendor, fallback=tun)
         arch = t.architectures
         eng = t.engines.get(cfg.engine) or t.engines["vllm"]  # type: ignore[call-overload]
         self.cfg = cfg
@@ -74,7 +83,15 @@ class StepModel:
         bw = cfg.hbm_bw
         self.layers = L
         self.dpa = cfg.dp if cfg.attention_dp else 1
+        self.random_dispatch = cfg.rank_dispatch == "random" and self.dpa > 1
+        self.graph_max = cfg.graph_max_seqs
+        self.eager_layer_s = eager.floor_us * US
         tpa = cfg.tp // cfg.dp if cfg.attention_dp else cfg.tp
+        # prefill context parallelism: each of cp ranks takes a slice of the prompt's tokens
+        # (attention over its queries, projections and dense parts over its tokens); attention
+        # is split over what is left of the TP group
+        self.cp = max(1, min(cfg.attention_cp, tpa))
+        tpa //= self.cp
         G = cfg.gpus
 
         # ---- parameters per layer, split into attention, routed experts and the dense rest
@@ -221,7 +238,7 @@ class StepModel:
             return self._attention_decode(tokens_r, seqs_r, kv_r, min, max)
         pairs = pairs_r
         index = 0.0
-        if self.sparse:
+        if self.sparse:  # the indexer scores every (query, position) pair
             index = pairs * self.index_s_pos
             pairs = min(pairs, tokens_r * self.topk)
         elif self.sliding:
@@ -251,11 +268,13 @@ class StepModel:
         if seqs == 0:
             return 0.0
         work = tokens + draft_tokens
-        rank = self._busiest_rank(seqs)
+        decode = tokens <= seqs
+        rank = self._busiest_rank(seqs) if decode or self.cp == 1 else 1.0 / self.cp
         w_r = work * rank
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
-                                          tokens <= seqs)
-        return self._step(tokens, seqs, work, w_r, attention, draft_tokens)
+                                          decode)
+        eager = decode and not self._graphed(seqs)
+        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:
         """``step_time(seqs, seqs, kv, kv, draft_tokens)`` for every ``kv`` of ``kv_reads`` at
@@ -266,17 +285,32 @@ class StepModel:
         w_r = work * rank
         attention = self._attention_decode(w_r, seqs * rank, kv_reads * rank, np.minimum,
                                            np.maximum)
-        return self._step(seqs, seqs, work, w_r, attention, draft_tokens)
+        return self._step(seqs, seqs, work, w_r, attention, draft_tokens, not self._graphed(seqs))
 
     def _busiest_rank(self, seqs: int) -> float:
-        """The share of the batch on the busiest attention-DP rank (ceil(seqs / dp) of them)."""
+        """The share of the batch on the busiest attention-DP rank: ceil(seqs / dp) of them,
+        or under a random placement the expected maximum load."""
         dpa = self.dpa
-        return -(-seqs // dpa) / seqs if dpa > 1 else 1.0
+        if dpa <= 1:
+            return 1.0
+        if self.random_dispatch:
+            return expected_max_load(seqs, dpa) / seqs
+        return -(-seqs // dpa) / seqs
+
+    def _graphed(self, seqs: int) -> bool:
+        """Whether a decode step of ``seqs`` sequences replays a captured graph: the busiest
+        rank's batch must fit the largest captured size (the ranks step together; under a
+        random placement, its expected maximum)."""
+        if self.graph_max < 0:
+            return True
+        return seqs * self._busiest_rank(seqs) <= self.graph_max + 1e-9
 
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
-              draft_tokens: int) -> Num:
+              draft_tokens: int, eager: bool) -> Num:
         """A step from its attention time (a number, or an array of them, one per step):
-        every other operator depends only on the batch's token and sequence counts."""
+        every other operator depends only on the batch's token and sequence counts. ``eager``:
+        without graphs the host launches every layer's operators, at least as long as the GPU
+        takes (launches and kernels overlap)."""
         a = self.attn_proj_s_tok * w_r
         d = self.dense_s_tok * w_r
         e = self.elem_s_tok * w_r
@@ -292,6 +326,9 @@ class StepModel:
         if draft_tokens:
             # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch
             gpu = gpu + draft_tokens / seqs * (layer + self.sample_fixed)
+        if eager:
+            launch = (self.layers + draft_tokens / seqs) * self.eager_layer_s
+            gpu = np.maximum(gpu, launch) if isinstance(gpu, np.ndarray) else max(gpu, launch)
         host = self.host_fixed + self.host_s_seq * seqs
         if tokens > seqs:
             host += self.host_s_prefill * (tokens - seqs)
@@ -300,3 +337,34 @@ class StepModel:
         if isinstance(gpu, np.ndarray):
             return np.maximum(gpu, host)
         return gpu if gpu > host else host
+
+
+# ---------------------------------------------------------------- random placement on ranks
+EXACT_LOADS = 256
+
+
+@lru_cache(maxsize=4096)
+def expected_max_load(n: int, d: int) -> float:
+    """Expected load of the busiest of ``d`` ranks when ``n`` requests land on them uniformly
+    at random. Exact up to EXACT_LOADS requests by Poissonisation (with X_i ~ Poisson(n / d),
+    P(max <= m) = P(sum X_i = n, every X_i <= m) / P(sum X_i = n)); beyond, the normal
+    approximation lam + sqrt(2 lam (1 - 1/d) ln d)."""
+    if n <= 0 or d <= 1:
+        return float(max(n, 0))
+    lam = n / d
+    if n > EXACT_LOADS:
+        return lam + math.sqrt(2.0 * lam * (1.0 - 1.0 / d) * math.log(d))
+    whole = math.exp(n * math.log(n) - n - math.lgamma(n + 1))  # P(Poisson(n) = n)
+    out = m = -(-n // d)  # E[max] = sum over m >= 0 of P(max > m), which is 1 below ceil(n/d)
+    while m < n:
+        k = np.arange(m + 1)
+        pmf = np.exp(k * math.log(lam) - lam - np.array([math.lgamma(i + 1) for i in k]))
+        total = np.array([1.0])
+        for _ in range(d):
+            total = np.convolve(total, pmf)[: n + 1]
+        tail = 1.0 - min(1.0, total[n] / whole) if len(total) > n else 1.0
+        if tail < 1e-9:
+            break
+        out += tail
+        m += 1
+    return float(out)

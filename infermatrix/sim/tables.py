@@ -24,7 +24,7 @@ Share = Annotated[float, Field(gt=0, le=1)]
 Micros = Annotated[float, Field(ge=0, le=1e6)]
 Source = Annotated[str, Field(min_length=3)]
 Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
-             "sampling"]
+             "sampling", "eager_dispatch"]
 
 
 class _Strict(BaseModel):
@@ -140,6 +140,8 @@ class EfficiencyTables(_Strict):
 def _tuning_row(op: str, t: Tuning) -> OperatorRow:
     """tuning.py's roofline constants as an operator row (hardware the tables do not cover)."""
     floor = t.per_layer_overhead_s * 1e6
+    if op == "eager_dispatch":  # no measurement: no penalty for running without graphs
+        floor = 0.0
     moe = op == "grouped_gemm"
     return OperatorRow(
         op=op,  # type: ignore[arg-type]
