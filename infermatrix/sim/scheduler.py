@@ -438,11 +438,14 @@ class EngineCore:
         computed = [seq.num_computed + g + n - 1 for (seq, n), g in zip(live, gains, strict=True)]
         needs = [-(-(c + spec) // bs) - len(seq.blocks) for seq, c in zip(seqs, computed, strict=True)]
         # one call per rank pool (phase_limit checked each rank's free blocks)
+        totals = [0] * len(pools)
+        for n, seq in zip(needs, seqs, strict=True):
+            if n > 0:
+                totals[seq.rank] += n
         fresh: dict[int, list[int]] = {}
         for rank, pool in enumerate(pools):
-            total = sum(n for n, seq in zip(needs, seqs, strict=True) if n > 0 and seq.rank == rank)
-            if total:
-                got = pool.allocate(total)
+            if totals[rank]:
+                got = pool.allocate(totals[rank])
                 assert got is not None
                 fresh[rank] = got
         taken = [0] * len(pools)
