@@ -12,6 +12,7 @@ import sys
 import time
 
 from ..catalog.loader import Catalog, load_catalog
+from ..cpus import usable_cpus
 from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import Job, plan_sweep
@@ -20,7 +21,7 @@ from .job import Interrupted, make_folder
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
 from .state import RunLedger, run_id_of, should_run
-from .virtual_pool import LevelPool, default_workers
+from .virtual_pool import LevelPool
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
 # `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for action in scratch._actions:  # all but `run --engine`, which the filter flag doubles as
         if "--engine" not in action.option_strings:
             group._add_action(action)
-    group.add_argument("--workers", type=int, default=default_workers(), metavar="N",
+    group.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
                        help="with --virtual: simulate levels in N processes, ahead of recording "
                             "them (default: the CPUs, here %(default)s; 1: in this process)")
     parser.set_defaults(engine_mode="sim")

@@ -12,7 +12,6 @@ when the sweep ends, however it ends; a level nobody asks for is never waited fo
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 from collections.abc import Iterable
 from multiprocessing.pool import AsyncResult
@@ -23,11 +22,6 @@ from ..plan.jobs import Job
 from .job import STOP_SIGNALS
 
 _catalog: Catalog | None = None  # a worker's catalog, inherited from the sweep at the fork
-
-
-def default_workers() -> int:
-    """The CPUs this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _init_worker(cat: Catalog) -> None:
