@@ -34,7 +34,7 @@ class Derived:
     # floats made the statistics the slowest part of a virtual-time sweep
     itl: np.ndarray = field(default_factory=lambda: np.zeros(0))
     itl_per_token: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    event_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    event_tokens: np.ndarray | None = None  # tokens per event; None: one each (no array)
 
     @property
     def mismatch(self) -> bool:
@@ -57,8 +57,9 @@ def derive(rec: RequestRecord, tok: Tokenizer, retokenized: int | None = None) -
     assert out is not None
     tpot = (e2el - ttft) / (out - 1) if out > 1 else None
     itl = np.diff(times)
+    event_tokens: np.ndarray | None
     if out == len(times):  # one token per event: nothing to tokenize
-        event_tokens = np.ones(out, dtype=np.int64)
+        event_tokens = None
         per_token = itl
     else:
         event_tokens = np.maximum(1, np.asarray(tok.count_many(rec.event_texts), dtype=np.int64))
@@ -132,10 +133,15 @@ def peak_output_rate(pairs: Sequence[tuple[RequestRecord, Derived]], t0: float) 
     if not pairs:
         return 0.0
     times = np.concatenate([np.asarray(rec.event_times, dtype=np.float64) for rec, _ in pairs])
-    tokens = np.concatenate([d.event_tokens for _, d in pairs])
-    buckets = (times - t0).astype(np.int64)  # as int(): toward zero
-    buckets -= buckets.min()
-    weights = tokens if (tokens != 1).any() else None  # one token per event: count events
+    times -= t0  # in place: a virtual level holds millions of token times
+    buckets = times.astype(np.int64)  # as int(): toward zero
+    lowest = buckets.min()
+    if lowest:  # bincount counts from 0; where the first bucket starts does not change the peak
+        buckets -= lowest
+    weights = None  # one token per event: count events
+    if any(d.event_tokens is not None for _, d in pairs):
+        weights = np.concatenate([np.ones(len(rec.event_times), dtype=np.int64)
+                                  if d.event_tokens is None else d.event_tokens for rec, d in pairs])
     return float(np.bincount(buckets, weights=weights).max())
 
 

@@ -212,6 +212,9 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
     elif getattr(args, "virtual", False):
         from .virtual import run_virtual_job
 
+        pool = getattr(args, "level_pool", None)  # a sweep's levels, measured ahead
+        if pool is not None:
+            return run_virtual_job(cat, job, run_dir, run_id, measure=pool.measure)
         return run_virtual_job(cat, job, run_dir, run_id)
     if engine_mode(getattr(args, "engine_mode", "sim")) == "sim":
         start: Callable[[Path], Launched] = partial(start_sim, cat, job.recipe)

@@ -11,15 +11,17 @@ import argparse
 import sys
 import time
 
-from ..catalog.loader import load_catalog
+from ..catalog.loader import Catalog, load_catalog
+from ..cpus import usable_cpus
 from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
-from ..plan.jobs import plan_sweep
+from ..plan.jobs import Job, plan_sweep
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
 from .job import Interrupted, make_folder
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
 from .state import RunLedger, run_id_of, should_run
+from .virtual_pool import LevelPool
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
 # `plan` in sweep.yml's plan job, `run` in job.yml once per matrix cell, `collect` and `report`
@@ -49,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for action in scratch._actions:  # all but `run --engine`, which the filter flag doubles as
         if "--engine" not in action.option_strings:
             group._add_action(action)
+    group.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+                       help="with --virtual: simulate levels in N processes, ahead of recording "
+                            "them (default: the CPUs, here %(default)s; 1: in this process)")
     parser.set_defaults(engine_mode="sim")
 
 
@@ -73,12 +78,24 @@ def resume_engine(args: argparse.Namespace, engine: object) -> None:
         args.engine_mode = engine
 
 
+def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job]) -> LevelPool | None:
+    """Workers measuring the virtual levels of ``jobs`` ahead (capacity searches run here),
+    when there are workers and levels enough to share."""
+    jobs = [j for j in jobs if j.capacity is None]
+    levels = sum(len(j.concurrency) for j in jobs)
+    if not args.virtual or args.workers < 2 or levels < 2:
+        return None
+    return LevelPool(cat, jobs, min(args.workers, levels))
+
+
 def main(args: argparse.Namespace) -> int:
     from ..evals.publish import run_gate
     from ..report import build_run_report
 
     t0 = time.perf_counter()
     split_engine_flags(args)
+    if args.workers < 1:
+        raise UsageError(f"--workers: at least 1, got {args.workers}")
     _stage("validate")
     cat = load_catalog(args.root)  # loading cross-validates, exactly as `infermatrix validate`
     _stage("plan")
@@ -102,9 +119,11 @@ def main(args: argparse.Namespace) -> int:
           file=sys.stderr)
     install_signal_handlers()
     current: str | None = None
+    args.level_pool = None
     try:
         reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
         _stage("run")
+        args.level_pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"])
         for i, job in enumerate(jobs, 1):
             job_dir = run_dir / "jobs" / job.id
             if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):
@@ -118,6 +137,8 @@ def main(args: argparse.Namespace) -> int:
             current = None
             if outcome.error:
                 print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
+        if args.level_pool is not None:
+            args.level_pool.close()
         ledger.close()
         _stage("collect")  # build_run_report normalises the raw results into records (collect)
         _stage("report")  # ... and draws the plots and the dashboard from them (report)
@@ -128,6 +149,9 @@ def main(args: argparse.Namespace) -> int:
               f"finish it with: infermatrix sweep --resume {run_id} --output-dir {args.output_dir}",
               file=sys.stderr)
         return 130
+    finally:
+        if args.level_pool is not None:
+            args.level_pool.close()
     failed = [j for j in ledger.doc["jobs"] if j["status"] != "ok"]
     print(f"done in {time.perf_counter() - t0:.0f} s: {len(jobs) - len(failed)}/{len(jobs)} jobs ok")
     print(f"results: {run_dir}")

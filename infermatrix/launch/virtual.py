@@ -153,8 +153,11 @@ def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
 
 
 def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> JobOutcome:
-    """Every level of ``job`` in virtual time, written as a real job writes its levels."""
+                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), *,
+                    measure: Callable[[Catalog, Job, int], dict[str, Any]] = measure_level,
+                    ) -> JobOutcome:
+    """Every level of ``job`` in virtual time, written as a real job writes its levels.
+    ``measure`` gives a level's result (a sweep's LevelPool measures them ahead in workers)."""
     wl = cat.workloads[job.workload]
     block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
 
@@ -162,7 +165,7 @@ def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         for conc in to_measure(job.concurrency, manifest):
             started = utc_now()
             t0 = time.perf_counter()
-            result = measure_level(cat, job, conc)
+            result = measure(cat, job, conc)
             error = error_rate_problem(result, wl.max_error_rate)
             record_level(job_dir, manifest, result, block, conc, started, error, {})
             log(level_line(conc, result, time.perf_counter() - t0))

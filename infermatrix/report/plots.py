@@ -96,7 +96,9 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
         ax.plot(bx, by, color=theme.foreground, linewidth=8, alpha=0.2, zorder=1,
                 solid_capstyle="round", solid_joinstyle="round")
         ax.plot(bx, by, color=theme.foreground, linewidth=1.1, linestyle="--", alpha=0.9, zorder=5)
-        ax.set_title(f"{model} · {workload}", color=theme.foreground, fontsize=10)
+        # y given: matplotlib otherwise re-places every title at each draw (nothing sits on
+        # top of a panel, so 1.0 is where it would put it)
+        ax.set_title(f"{model} · {workload}", color=theme.foreground, fontsize=10, y=1.0)
         if any(r.simulated for r in precs):
             _watermark(ax)
         ax.set_xlabel(AXES[x].label, color=theme.foreground, fontsize=8)

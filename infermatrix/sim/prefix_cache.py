@@ -31,7 +31,10 @@ class BlockPool:
         self._fresh = 0
         self._free: list[int] = []  # used before, now free and uncached
         self._lru: OrderedDict[int, None] = OrderedDict()  # cached, unreferenced: evictable
-        self._refs: dict[int, int] = {}  # block -> references (absent: 0)
+        # block -> references, kept only for blocks that hold a prompt block (shareable) or held
+        # one since the last reset; any other block in use has exactly one reference, its
+        # sequence's, and is absent (so unshared KV costs no bookkeeping per block)
+        self._refs: dict[int, int] = {}
         self._hash_of: dict[int, int] = {}  # block -> hash of the prompt block it holds
         self._block_of: dict[int, int] = {}  # hash -> block
         self.query_tokens = 0  # prefix-cache lookups, in tokens (for the hit rate)
@@ -70,6 +73,7 @@ class BlockPool:
         self.hit_tokens += hit
 
     def acquire(self, blocks: Sequence[int]) -> None:
+        """Reference cached blocks (from ``match``: each holds a prompt block, so is counted)."""
         refs = self._refs
         for b in blocks:
             n = refs.get(b, 0)
@@ -94,32 +98,29 @@ class BlockPool:
             if h is not None and self._block_of.get(h) == b:
                 del self._block_of[h]
             out.append(b)
-        self._refs.update(dict.fromkeys(out, 1))
-        return out
+        return out  # each referenced once, by the caller: implicit (see _refs)
 
     def commit(self, block: int, h: int) -> None:
         """A block now holds the KV of a full prompt block with hash ``h``: share it."""
         if self.caching and h not in self._block_of:
             self._block_of[h] = block
             self._hash_of[block] = h
+            self._refs.setdefault(block, 1)  # shareable now: counted from here on
 
     def release(self, blocks: Sequence[int]) -> None:
         # release the tail first so a prompt's last blocks are evicted before its first ones
         refs = self._refs
         tail_first = blocks[::-1]
-        if (max(map(refs.__getitem__, tail_first), default=0) == 1
-                and not any(map(self._hash_of.__contains__, tail_first))):
+        if not refs or not any(map(refs.__contains__, tail_first)):
             # the common case (no block shared, none holding a prompt block): in bulk
-            for b in tail_first:
-                del refs[b]
             self._free.extend(tail_first)
             return
         for b in tail_first:
-            n = refs[b] - 1
+            n = refs.get(b, 1) - 1
             if n:
                 refs[b] = n
                 continue
-            del refs[b]
+            refs.pop(b, None)
             if b in self._hash_of:
                 self._lru[b] = None
             else:

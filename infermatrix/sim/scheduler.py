@@ -420,40 +420,43 @@ class EngineCore:
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
-        live = [(seq, n) for seq, n, _ in step.entries if not seq.aborted]
-        seqs = [seq for seq, _ in live]
-        spec_times = self._spec_times(seqs, shared) if spec and want_times else None
-        if spec:
-            # the credit recursion of finish() over k steps, in closed form
-            gains = []
-            for seq in seqs:
+        spec_times = None
+        if spec and want_times:  # before the credits move on
+            spec_times = self._spec_times([s for s, _, _ in step.entries if not s.aborted], shared)
+        # one pass: each sequence's gain, tokens computed and blocks to take; then the blocks
+        # the batch grows into, one call per rank pool (phase_limit checked each rank's free
+        # blocks): the same blocks, in the same order, as one call per sequence
+        plan: list[tuple[Seq, int, int, int]] = []
+        totals = [0] * len(pools)
+        emitted = 0
+        for seq, n, _ in step.entries:
+            if seq.aborted:
+                continue
+            g = k
+            if spec:  # the credit recursion of finish() over k steps, in closed form
                 total_accepted = int(seq.credit + k * mean)
                 seq.credit = seq.credit + k * mean - total_accepted
-                gains.append(k + total_accepted)
-        else:
-            gains = [k] * len(seqs)
-        # the blocks the batch grows into, taken in one call: the same blocks, in the same
-        # order, as one call per sequence
-        # the first step may complete prefills: n tokens computed instead of one (phase_limit)
-        computed = [seq.num_computed + g + n - 1 for (seq, n), g in zip(live, gains, strict=True)]
-        needs = [-(-(c + spec) // bs) - len(seq.blocks) for seq, c in zip(seqs, computed, strict=True)]
-        # one call per rank pool (phase_limit checked each rank's free blocks)
+                g += total_accepted
+            # the first step may complete prefills: n tokens computed instead of one
+            computed = seq.num_computed + g + n - 1
+            need = -(-(computed + spec) // bs) - len(seq.blocks)
+            if need > 0:
+                totals[seq.rank] += need
+            plan.append((seq, g, computed, need))
+            emitted += g
         fresh: dict[int, list[int]] = {}
         for rank, pool in enumerate(pools):
-            total = sum(n for n, seq in zip(needs, seqs, strict=True) if n > 0 and seq.rank == rank)
-            if total:
-                got = pool.allocate(total)
+            if totals[rank]:
+                got = pool.allocate(totals[rank])
                 assert got is not None
                 fresh[rank] = got
         taken = [0] * len(pools)
-        for i, seq in enumerate(seqs):
-            g = gains[i]
-            need = needs[i]
+        for i, (seq, g, computed, need) in enumerate(plan):
             if need > 0:
                 at = taken[seq.rank]
                 seq.blocks += fresh[seq.rank][at:at + need]
                 taken[seq.rank] = at + need
-            seq.num_computed = computed[i]  # = target - 1: its last token is computed next step
+            seq.num_computed = computed  # = target - 1: its last token is computed next step
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
             seq.num_output += g
@@ -466,7 +469,7 @@ class EngineCore:
                 if times is None and seq.num_output == g:  # its first token: at the first step
                     times = np.asarray(ends)
                 seq.sink(seq, g, last, times)
-        self.generation_tokens_total += sum(gains)
+        self.generation_tokens_total += emitted
         if any_done:
             self._reap()
 

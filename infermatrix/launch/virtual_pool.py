@@ -1,0 +1,72 @@
+"""Virtual levels measured ahead, in worker processes, while the sweep records them in order.
+
+A level in virtual time is a pure function of the catalog, the job and the concurrency (the
+drawn lengths and the engine are seeded), so the levels of a sweep can be simulated on every
+core. Only the measuring moves: the sweep's loop still asks for each level in its own order
+and records it (manifests, the ledger, resume and signal handling stay in the main process),
+and gets exactly the result measuring it there would have given. Workers are forked (they
+share the loaded catalog), ignore Ctrl-C (the main process stops them) and are terminated
+when the sweep ends, however it ends; a level nobody asks for is never waited for.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Iterable
+from multiprocessing.pool import AsyncResult
+from typing import Any
+
+from ..catalog.loader import Catalog
+from ..plan.jobs import Job
+from .job import STOP_SIGNALS
+
+_catalog: Catalog | None = None  # a worker's catalog, inherited from the sweep at the fork
+
+
+def _init_worker(cat: Catalog) -> None:
+    global _catalog
+    _catalog = cat
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: main decides
+    for sig in STOP_SIGNALS:  # the sweep's handlers unwind its teardown; a worker just ends
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _measure(job: Job, conc: int) -> dict[str, Any]:
+    from .virtual import measure_level
+
+    assert _catalog is not None
+    return measure_level(_catalog, job, conc)
+
+
+class LevelPool:
+    """Measures every level of ``jobs`` (in their order) in ``workers`` processes."""
+
+    def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int):
+        ctx = multiprocessing.get_context("fork")  # the catalog is shared, not pickled
+        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cat,))
+        self._pending: dict[tuple[str, int], AsyncResult[dict[str, Any]]] | None = {
+            (job.id, conc): self._pool.apply_async(_measure, (job, conc))
+            for job in jobs for conc in job.concurrency}
+
+    def measure(self, cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
+        """The level's result: from the workers if they were given it, else measured here."""
+        pending = self._pending.pop((job.id, conc), None) if self._pending is not None else None
+        if pending is None:
+            from .virtual import measure_level
+
+            return measure_level(cat, job, conc)
+        return pending.get()  # a worker's exception is raised here, as measuring here would
+
+    def close(self) -> None:
+        """Stop the workers (at once: what is left is not needed). Closing again does nothing."""
+        if self._pending is not None:
+            self._pending = None
+            self._pool.terminate()
+            self._pool.join()
+
+    def __enter__(self) -> LevelPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
