@@ -250,7 +250,8 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     levels = VirtualLevels(cat, recipe_id, source, s, tok, log or (lambda _m: None))
     tiers = [SloTier.model_validate(t.model_dump()) for t in m.tiers]
     search = CapacitySearch(levels, tiers, start=m.start, max_concurrency=m.max_concurrency,
-                            resolution=m.resolution, max_error_rate=m.max_error_rate,
+                            resolution=m.resolution, resolution_pct=s.resolution_pct,
+                            max_error_rate=m.max_error_rate,
                             time_budget_s=m.time_budget_s)
     result = asyncio.run(search.run())
     ident = identity(cat, recipe_id, workload_name, simulated=True, launcher="virtual")
