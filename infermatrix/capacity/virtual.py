@@ -78,9 +78,11 @@ class _Pace:
 
 
 def _window_end(run: SimRun, t_stop: float) -> float:
-    """When the last request sent before ``t_stop`` finished (what the measurement waits for)."""
+    """When the window closed or, later, the last request sent in it finished: until then a
+    lane must keep sending, or it changes what is measured."""
     return max((r.finished_at for r in run.results
-                if r.sent_at < t_stop and r.finished_at is not None), default=t_stop)
+                if r.sent_at < t_stop and r.finished_at is not None and r.finished_at > t_stop),
+               default=t_stop)
 
 
 @dataclass(frozen=True)
