@@ -107,14 +107,14 @@ class CapacitySearch:
     async def tier(self, tier: SloTier) -> TierResult:
         verdicts: dict[int, Verdict] = {}
         lo, hi = self.known_bracket(tier, verdicts)
-        c = self.start if lo == 0 else min(2 * lo, self.max)
+        c = self.start if lo == 0 else self.next_coarse(tier, lo)
         ok: bool | None = None
         while hi is None and lo < self.max:  # coarse: double until a level fails
             ok = await self.passes(c, tier, verdicts)
             if ok is None:
                 return TierResult(tier, lo, None, verdicts)
             if ok:
-                lo, c = c, min(2 * c, self.max)
+                lo, c = c, self.next_coarse(tier, c)
             else:
                 hi = c
         step = "guess" if self.resolution_pct else "bisect"
@@ -130,6 +130,23 @@ class CapacitySearch:
             else:
                 hi = c
         return TierResult(tier, lo, hi, verdicts)
+
+    def next_coarse(self, tier: SloTier, c: int) -> int:
+        """The level after ``c`` passed: double it, or, with a relative resolution, go just
+        past where the margin, extrapolated from the two highest passing levels, reaches zero
+        when that is nearer (a fail there leaves a narrow bracket, and the most loaded level
+        of all, the next doubling, is never simulated)."""
+        double = min(2 * c, self.max)
+        below = [b for b in self.levels if b < c]
+        if not self.resolution_pct or not below:
+            return double
+        b = max(below)
+        m_b, m_c = (margin(self.levels[x], tier, self.max_error_rate) for x in (b, c))
+        if m_b is None or m_c is None or not m_b > m_c >= 0:
+            return double
+        at = c + (c - b) * m_c / (m_b - m_c)
+        return min(double, max(c + math.ceil(2 * self.tolerance(c)),
+                               math.ceil(at + self.tolerance(round(at)))))
 
     def next_level(self, tier: SloTier, lo: int, hi: int, step: str, last_ok: bool | None
                    ) -> tuple[int, str]:
