@@ -133,11 +133,12 @@ class CapacitySearch:
 
     def next_coarse(self, tier: SloTier, c: int) -> int:
         """The level after ``c`` passed: double it, or, with a relative resolution, go just
-        past where the margin, extrapolated from the two highest passing levels, reaches zero
-        when that is nearer (a fail there leaves a narrow bracket, and the most loaded level
-        of all, the next doubling, is never simulated)."""
+        past where the margin, extrapolated from ``c`` and a passing level at least a fifth
+        below it (closer ones differ by noise as much as by load), reaches zero when that is
+        nearer: a fail there leaves a narrow bracket, and the most loaded level of all, the
+        next doubling, is never simulated."""
         double = min(2 * c, self.max)
-        below = [b for b in self.levels if b < c]
+        below = [b for b in self.levels if b <= 0.8 * c]
         if not self.resolution_pct or not below:
             return double
         b = max(below)

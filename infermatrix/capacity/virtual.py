@@ -253,15 +253,19 @@ class VirtualLevels:
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s)
         t_stop = self.s.warmup_s + self.s.duration_s
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
-        # else by the nearest above (maybe too few, then replayed at this level's own pace)
+        # else by the nearest above (maybe too few, then replayed at this level's own pace);
+        # the window's tail grows with load: plan for the longer of theirs
         below = [a for a in self.paces if a <= agents]
         near = max(below) if below else min(self.paces, default=None)
+        above = min((a for a in self.paces if a > agents), default=None)
         pace = None if near is None else self.paces[near]
+        tail = max((self.paces[a].tail for a in (near, above) if a is not None), default=0.0)
         until = t_stop
-        steps = 0
+        steps = passes = 0
         while True:
+            passes += 1
             if pace is not None:
-                until = max(until, COVER_MARGIN * (t_stop + pace.tail))
+                until = max(until, COVER_MARGIN * (t_stop + max(tail, pace.tail)))
             reqs, info = lanes.build(FIRST_PASS_TURNS, pace, until)
             run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed)
             steps += run.steps
@@ -274,6 +278,7 @@ class VirtualLevels:
         summary["elapsed_s"] = run.wall_seconds
         summary["avg_power_w"] = None  # never estimated: power is measured or absent
         summary["sim_steps"] = steps
+        summary["sim_passes"] = passes  # 2+: some lane ran dry too early, the level was replayed
         self.log(f"  agents={agents:<5} P25 speed {_f(summary['p25_output_speed'])} tok/s, "
                  f"P95 TTFT {_f(summary['p95_ttft_ms'])} ms, {summary['completed']} ok / "
                  f"{summary['failed']} failed (virtual, {run.wall_seconds:.1f} s wall)")

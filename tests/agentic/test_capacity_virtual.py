@@ -78,7 +78,7 @@ def test_lanes_planned_further_measure_the_same(monkeypatch) -> None:  # noqa: A
                              settings_of(measurement()), tok, lambda _m: None)
 
     def figures(lv: dict) -> dict:
-        return {k: v for k, v in lv.items() if k not in ("elapsed_s", "sim_steps")}
+        return {k: v for k, v in lv.items() if k not in ("elapsed_s", "sim_steps", "sim_passes")}
 
     paced = levels()
     near = [paced.measure(8), paced.measure(24)]
