@@ -55,9 +55,8 @@ CACHE_BLOCK_TOKENS = 256
 @dataclass(frozen=True)
 class _Pace:
     """How fast turns went at a simulated level: a lane's turn is planned to take ``ttft`` +
-    its output tokens / ``speed`` (that level's medians: over a lane's many turns the errors
-    mostly cancel, ``COVER_MARGIN`` covers the rest, a replay what is left), and the last
-    request sent in the window finished ``tail`` seconds after it closed."""
+    its output tokens / ``speed`` (the fast side of that level, so lanes get enough turns), and
+    the last request sent in the window finished ``tail`` seconds after it closed."""
 
     ttft: float
     speed: float
@@ -73,8 +72,8 @@ class _Pace:
                     speeds.append(r.completion_tokens / (r.e2el - r.ttft))
         ttfts.sort()
         speeds.sort()
-        return cls(ttft=ttfts[len(ttfts) // 2] if ttfts else 0.0,
-                   speed=speeds[len(speeds) // 2] if speeds else math.inf,
+        return cls(ttft=ttfts[len(ttfts) // 4] if ttfts else 0.0,
+                   speed=speeds[3 * len(speeds) // 4] if speeds else math.inf,
                    tail=max(0.0, _window_end(run, t_stop) - t_stop))
 
 
