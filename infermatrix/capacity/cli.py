@@ -36,6 +36,7 @@ from ..results.store import Store
 from .normalise import Deployment
 from .recipe import affinity_of, deployment_of, identity, simulated
 from .run import CapacitySettings, Target, find_capacity_sync
+from .search import MAX_RESOLUTION_PCT
 from .tiers import DEFAULT_TIERS, SloTier, tiers_from
 
 PROG = "infermatrix capacity"  # also: python -m infermatrix.capacity
@@ -109,6 +110,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--start", type=int, default=1)
     q.add_argument("--max-concurrency", type=int, default=4096)
     q.add_argument("--resolution", type=int, default=1, help="stop bisecting when this close")
+    q.add_argument("--resolution-pct", type=float, default=0.0,
+                   help="or when within this percent of the passing level (0: off)")
     q.add_argument("--duration", type=float, help="measured seconds per level (default 120)")
     q.add_argument("--warmup", type=float, help="unmeasured seconds per level (default 30)")
     q.add_argument("--no-mid-session", action="store_true", help="agents start at turn 0")
@@ -225,6 +228,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.recipe and args.recipe not in cat.recipes:  # type: ignore[union-attr]
         raise ClientInputError(f"unknown recipe {args.recipe!r}")
     tiers = apply_workload(args, cat)
+    if not 0 <= args.resolution_pct <= MAX_RESOLUTION_PCT:
+        raise ClientInputError(f"--resolution-pct must be within 0..{MAX_RESOLUTION_PCT:g}")
     if args.duration <= 0 or args.warmup < 0:
         raise ClientInputError("--duration must be positive and --warmup not negative")
     wall_tiers = [t.scaled(args.time_scale) for t in tiers]
@@ -241,6 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         start=args.start,
         max_concurrency=args.max_concurrency,
         resolution=args.resolution,
+        resolution_pct=args.resolution_pct,
         max_error_rate=args.max_error_rate,
         flush_cache=not args.no_flush,
         max_context_tokens=args.max_context_tokens,

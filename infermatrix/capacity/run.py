@@ -45,6 +45,7 @@ class CapacitySettings:
     start: int = 1
     max_concurrency: int = 4096
     resolution: int = 1
+    resolution_pct: float = 0.0  # or within this percent of the passing level (0: absolute only)
     max_error_rate: float = 0.05
     flush_cache: bool = True
     drain_timeout_s: float = 120.0
@@ -146,6 +147,7 @@ async def find_capacity(
             start=s.start,
             max_concurrency=s.max_concurrency,
             resolution=s.resolution,
+            resolution_pct=s.resolution_pct,
             max_error_rate=s.max_error_rate,
         )
         result = await search.run()
@@ -158,7 +160,7 @@ def settings_of(m: CapacityMeasurement, time_scale: float = 1.0) -> CapacitySett
     return CapacitySettings(
         duration_s=ses.duration_s, warmup_s=ses.warmup_s, mid_session=ses.mid_session,
         start=m.start, max_concurrency=m.max_concurrency, resolution=m.resolution,
-        max_error_rate=m.max_error_rate, max_context_tokens=ses.max_context_tokens,
+        resolution_pct=m.resolution_pct or 0.0, max_error_rate=m.max_error_rate, max_context_tokens=ses.max_context_tokens,
         seed=ses.seed, time_scale=time_scale)
 
 

@@ -1,19 +1,26 @@
 """Capacity search: the highest concurrency that still passes a tier.
 
-Coarse doubling from ``start`` until a level fails (or ``max_concurrency`` passes), then
-bisection between the last pass and the first fail until they are ``resolution`` apart.
+Coarse doubling from ``start`` until a level fails (or ``max_concurrency`` passes), then a
+fine search between the last pass and the first fail until they are ``resolution`` agents apart,
+or ``resolution_pct`` percent of the passing level (whichever allows more). The fine search
+bisects, except that with a relative resolution it first guesses where the tier's margin
+crosses zero (see ``guess``) and probes just across that guess, so a good guess closes the
+bracket in two levels instead of log2(bracket / resolution).
 A time budget stops the search where it is: a tier not yet bounded is reported unbounded.
 Assumes passing is monotone in concurrency (more agents never make things better). Levels are
-measured once and shared by every tier, so searching SLO20 and SLO60 together costs little more
-than the stricter one alone."""
+measured once and shared by every tier, and a tier starts from the bracket the levels already
+measured give it, so searching SLO20 and SLO60 together costs little more than the stricter one
+alone."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any
 
+from ..catalog.schema import MAX_RESOLUTION_PCT
 from .tiers import SloTier, Verdict, judge
 
 Measure = Callable[[int], Awaitable[dict[str, Any]]]
@@ -46,13 +53,17 @@ class CapacitySearch:
         start: int = 1,
         max_concurrency: int = 4096,
         resolution: int = 1,
+        resolution_pct: float = 0.0,
         max_error_rate: float = 0.05,
         time_budget_s: float | None = None,
     ) -> None:
         if start < 1 or max_concurrency < start or resolution < 1:
             raise ValueError("need 1 <= start <= max_concurrency and resolution >= 1")
+        if not 0 <= resolution_pct <= MAX_RESOLUTION_PCT:
+            raise ValueError(f"need 0 <= resolution_pct <= {MAX_RESOLUTION_PCT:g}")
         self.measure, self.tiers = measure, list(tiers)
         self.start, self.max, self.resolution = start, max_concurrency, resolution
+        self.resolution_pct = resolution_pct
         self.max_error_rate = max_error_rate
         self.levels: dict[int, dict[str, Any]] = {}
         self.budget_s = time_budget_s
@@ -75,35 +86,118 @@ class CapacitySearch:
         verdicts[c] = v
         return v.passed
 
+    def tolerance(self, lo: int) -> float:
+        return max(self.resolution, lo * self.resolution_pct / 100.0)
+
+    def close_enough(self, lo: int, hi: int) -> bool:
+        """[lo passes, hi fails] is fine enough to report ``lo``."""
+        return hi - lo <= self.tolerance(lo)
+
+    def known_bracket(self, tier: SloTier, verdicts: dict[int, Verdict]) -> tuple[int, int | None]:
+        """(highest level passing ``tier`` below its lowest failing one, that failing level)
+        from the levels already measured (by another tier): where this tier starts."""
+        lo, hi = 0, None
+        for c in sorted(self.levels):
+            v = verdicts[c] = judge(self.levels[c], tier, self.max_error_rate)
+            if not v.passed:
+                return lo, c
+            lo = c
+        return lo, hi
+
     async def tier(self, tier: SloTier) -> TierResult:
         verdicts: dict[int, Verdict] = {}
-        lo, hi, c = 0, None, self.start
-        while hi is None:  # coarse: double until a level fails
+        lo, hi = self.known_bracket(tier, verdicts)
+        c = self.start if lo == 0 else self.next_coarse(tier, lo)
+        ok: bool | None = None
+        while hi is None and lo < self.max:  # coarse: double until a level fails
             ok = await self.passes(c, tier, verdicts)
             if ok is None:
                 return TierResult(tier, lo, None, verdicts)
             if ok:
-                lo = c
-                if c >= self.max:
-                    break
-                c = min(2 * c, self.max)
+                lo, c = c, self.next_coarse(tier, c)
             else:
                 hi = c
-        while hi is not None and hi - lo > self.resolution:  # fine: bisect
-            mid = (lo + hi) // 2
-            if mid <= 0:
+        step = "guess" if self.resolution_pct else "bisect"
+        while hi is not None and not self.close_enough(lo, hi):  # fine
+            c, step = self.next_level(tier, lo, hi, step, ok)
+            if c <= 0:
                 break
-            ok = await self.passes(mid, tier, verdicts)
+            ok = await self.passes(c, tier, verdicts)
             if ok is None:
-                break  # bounded by the last fail, not bisected to the resolution
+                break  # bounded by the last fail, not searched to the resolution
             if ok:
-                lo = mid
+                lo = c
             else:
-                hi = mid
+                hi = c
         return TierResult(tier, lo, hi, verdicts)
+
+    def next_coarse(self, tier: SloTier, c: int) -> int:
+        """The level after ``c`` passed: double it, or, with a relative resolution, go just
+        past where the margin, extrapolated from ``c`` and a passing level at least a fifth
+        below it (closer ones differ by noise as much as by load), reaches zero when that is
+        nearer: a fail there leaves a narrow bracket, and the most loaded level of all, the
+        next doubling, is never simulated."""
+        double = min(2 * c, self.max)
+        below = [b for b in self.levels if b <= 0.8 * c]
+        if not self.resolution_pct or not below:
+            return double
+        b = max(below)
+        m_b, m_c = (margin(self.levels[x], tier, self.max_error_rate) for x in (b, c))
+        if m_b is None or m_c is None or not m_b > m_c >= 0:
+            return double
+        at = c + (c - b) * m_c / (m_b - m_c)
+        return min(double, max(c + math.ceil(2 * self.tolerance(c)),
+                               math.ceil(at + self.tolerance(round(at)))))
+
+    def next_level(self, tier: SloTier, lo: int, hi: int, step: str, last_ok: bool | None
+                   ) -> tuple[int, str]:
+        """The next fine level and the step after it: guess → across → bisect → guess …
+
+        A guess is where the tier's margin crosses zero between the bracket's ends, kept in the
+        middle half of the bracket. The level across it is the one that closes the bracket
+        if it comes out the other way: just above a guess that passed, just below one that
+        failed. The bisection after them bounds what a poor guess costs. Two bisections
+        from closing the bracket, guessing saves nothing: bisect."""
+        if step == "guess" and lo > 0 and hi - lo > 4 * self.tolerance(lo):
+            g = crossing(self.levels[lo], self.levels[hi], lo, hi, tier, self.max_error_rate)
+            if g is not None:
+                return g, "across"
+        if step == "across":
+            if last_ok:
+                c = lo + math.floor(self.tolerance(lo))
+            else:
+                c = min(hi - self.resolution,
+                        math.ceil(hi / (1.0 + self.resolution_pct / 100.0)))
+            if lo < c < hi:
+                return c, "bisect"
+        return (lo + hi) // 2, "guess" if self.resolution_pct else "bisect"
 
     async def run(self) -> SearchResult:
         # the strictest tier first: its levels are lower, and the looser tier reuses them
         order = sorted(self.tiers, key=lambda t: (-t.min_output_speed, t.max_ttft_s))
         done = {t.name: await self.tier(t) for t in order}
         return SearchResult(self.levels, [done[t.name] for t in self.tiers])
+
+
+def margin(level: dict[str, Any], tier: SloTier, max_error_rate: float) -> float | None:
+    """How far a level is inside the tier (> 0) or outside it (< 0), as the smaller log-ratio
+    of its P25 speed to the floor and of the TTFT ceiling to its P95 TTFT; None when the
+    level is judged on something else (errors, nothing completed)."""
+    speed, ttft_ms = level.get("p25_output_speed"), level.get("p95_ttft_ms")
+    if (not level.get("completed") or level.get("error_rate", 0.0) > max_error_rate
+            or not speed or not ttft_ms or speed <= 0 or ttft_ms <= 0):
+        return None
+    return min(math.log(speed / tier.min_output_speed),
+               math.log(tier.max_ttft_s * 1000.0 / ttft_ms))
+
+
+def crossing(lo_level: dict[str, Any], hi_level: dict[str, Any], lo: int, hi: int,
+             tier: SloTier, max_error_rate: float) -> int | None:
+    """Where the margin, linear between the bracket's ends, crosses zero: a level strictly
+    inside the middle half of [lo, hi]; None when the margins cannot say."""
+    m_lo, m_hi = (margin(lv, tier, max_error_rate) for lv in (lo_level, hi_level))
+    if m_lo is None or m_hi is None or not m_lo >= 0 > m_hi:
+        return None
+    at = lo + (hi - lo) * m_lo / (m_lo - m_hi)
+    quarter = (hi - lo) / 4.0
+    return min(max(round(at), math.ceil(lo + quarter)), math.floor(hi - quarter))

@@ -11,9 +11,13 @@ after its cache-bust. The timings become the client's turn records and are summa
 ``client.sessions.summarize``; the search and tier check are ``capacity.search`` /
 ``capacity.tiers``; the document is ``capacity.run.capacity_document``'s, marked simulated.
 
-The simulator has no stop time, so a level generates a fixed number of turns per lane: a first
-pass with a few turns shows how long a turn cycle takes at this load, and the level is replayed
-with enough turns that every lane is still busy when the measured window closes.
+The simulator has no stop time, so each lane is planned with enough turns to stay busy until
+the last request sent inside the measured window has finished: a turn is paced by the time to
+first token and output speed of a level already simulated (a first pass with a few turns per
+lane gives the first level its pace), and a level where some lane ran dry too early is replayed
+further. Requests sent after that moment cannot change any measured one (the simulation is
+causal and deterministic), so the level's figures are those of lanes that never run dry; fewer
+turns only spare simulating what nobody measures.
 """
 
 from __future__ import annotations
@@ -39,13 +43,46 @@ from .search import CapacitySearch
 from .sources import source_of
 from .tiers import SloTier
 
-FIRST_PASS_TURNS = 6  # turns per lane of the first level's first pass (measures the turn cycle)
-COVER_MARGIN = 1.15  # generate this many more turns than the last turn cycle says are needed
+FIRST_PASS_TURNS = 6  # turns per lane of the first level's first pass (measures the pace)
+COVER_MARGIN = 1.15  # plan lanes this much further than the pace says they must reach
 # The prefix cache is simulated at this granularity at least (tokens per block): agent contexts
 # run to 100K+ tokens, and per-block bookkeeping at 16 tokens made a level cost minutes. It
 # changes reuse by under a block per request (P25 speed unchanged, P95 TTFT within ~10% at
 # sub-second values, where the tiers sit at 5-10 s); the document records it.
 CACHE_BLOCK_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """How fast turns went at a simulated level: a lane's turn is planned to take ``ttft`` +
+    its output tokens / ``speed`` (the fast side of that level, so lanes get enough turns), and
+    the last request sent in the window finished ``tail`` seconds after it closed."""
+
+    ttft: float
+    speed: float
+    tail: float
+
+    @classmethod
+    def of(cls, run: SimRun, t_stop: float) -> _Pace:
+        ttfts, speeds = [], []
+        for r in run.results:
+            if r.error is None and r.ttft is not None and r.e2el is not None:
+                ttfts.append(r.ttft)
+                if r.e2el > r.ttft:
+                    speeds.append(r.completion_tokens / (r.e2el - r.ttft))
+        ttfts.sort()
+        speeds.sort()
+        return cls(ttft=ttfts[len(ttfts) // 4] if ttfts else 0.0,
+                   speed=speeds[3 * len(speeds) // 4] if speeds else math.inf,
+                   tail=max(0.0, _window_end(run, t_stop) - t_stop))
+
+
+def _window_end(run: SimRun, t_stop: float) -> float:
+    """When the window closed or, later, the last request sent in it finished: until then a
+    lane must keep sending, or it changes what is measured."""
+    return max((r.finished_at for r in run.results
+                if r.sent_at < t_stop and r.finished_at is not None and r.finished_at > t_stop),
+               default=t_stop)
 
 
 @dataclass(frozen=True)
@@ -57,25 +94,33 @@ class _Turn:
 
 
 class _Lanes:
-    """The requests of ``agents`` closed-loop lanes, each ``turns`` requests long."""
+    """The requests of ``agents`` closed-loop lanes: ``turns`` each, or, with a pace, as many
+    as reach ``until`` seconds."""
 
     def __init__(self, source: SessionSource, tok: Tokenizer, block_size: int, agents: int,
                  s: CapacitySettings) -> None:
         self.source, self.tok, self.bs, self.agents, self.s = source, tok, block_size, agents, s
 
-    def build(self, turns: int) -> tuple[list[SimRequest], list[_Turn]]:
+    def build(self, turns: int, pace: _Pace | None = None, until: float = math.inf
+              ) -> tuple[list[SimRequest], list[_Turn]]:
         reqs: list[SimRequest] = []
         info: list[_Turn] = []
         for k in range(self.agents):
-            self._lane(k, turns, reqs, info)
+            self._lane(k, turns, pace, until, reqs, info)
         return reqs, info
 
-    def _lane(self, k: int, turns: int, reqs: list[SimRequest], info: list[_Turn]) -> None:
+    def _lane(self, k: int, turns: int, pace: _Pace | None, until: float,
+              reqs: list[SimRequest], info: list[_Turn]) -> None:
         rng = random.Random(f"{self.s.seed}:lane:{k}")
         prev: int | None = None
         delay = 0.0
         use, made = 0, 0
-        while made < turns:
+        clock = 0.0  # when the lane's next turn is due, by the pace
+
+        def enough() -> bool:
+            return made >= turns if pace is None else clock >= until
+
+        while not enough():
             index = k + use * self.agents
             use += 1
             session = self.source.session(index)
@@ -86,7 +131,7 @@ class _Lanes:
             for t in range(start):  # earlier turns already in the context (mid-session start)
                 self._add(context, session, cid, t)
             for t in range(start, len(session.turns)):
-                if made >= turns:
+                if enough():
                     return
                 turn = session.turns[t]
                 grown = self._add(list(context) if session.context == "delta" else [],
@@ -101,6 +146,8 @@ class _Lanes:
                                        after=prev, delay=delay))
                 info.append(_Turn(k, cid, t, made == 0))
                 prev, made = len(reqs) - 1, made + 1
+                if pace is not None:
+                    clock += delay + pace.ttft + turn.output_tokens / pace.speed
                 context = grown + [(("answer", cid, t), turn.output_tokens)]
                 delay = turn.tool_delay_s
 
@@ -172,16 +219,14 @@ def _outcome(run: SimRun, info: list[_Turn], agents: int, s: CapacitySettings,
         max(ends, default=t_stop), sessions_started=len({t.conversation_id for t in turns}))
 
 
-def _lanes_cover(run: SimRun, info: list[_Turn], agents: int, t_stop: float
-                 ) -> tuple[bool, float]:
-    """(every lane was still sending at ``t_stop``, the fastest lane's model seconds per turn)."""
-    last = [0.0] * agents
-    sent = [0] * agents
+def _lanes_cover(run: SimRun, info: list[_Turn], agents: int, t_end: float) -> bool:
+    """Every lane's last request was still running at ``t_end``: a turn the lane was not
+    given would have been sent after it, too late to change a request finished by then."""
+    last = [-math.inf] * agents
     for res, meta in zip(run.results, info, strict=True):
-        last[meta.lane] = max(last[meta.lane], res.sent_at)
-        sent[meta.lane] += res.sent_at < t_stop
-    cycle = min(min(t, t_stop) / max(n, 1) for t, n in zip(last, sent, strict=True))
-    return min(last, default=t_stop) >= t_stop, max(cycle, 1e-3)
+        done = res.finished_at if res.finished_at is not None else res.sent_at
+        last[meta.lane] = max(last[meta.lane], done)
+    return min(last, default=t_end) >= t_end
 
 
 class VirtualLevels:
@@ -193,7 +238,7 @@ class VirtualLevels:
         self.log = log
         self.model = ""
         self.block_size = 0
-        self.cycles: dict[int, float] = {}  # agents -> model seconds per turn of a lane
+        self.paces: dict[int, _Pace] = {}  # agents -> how fast its turns went
 
     def _config(self, agents: int) -> SimConfig:
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
@@ -207,26 +252,33 @@ class VirtualLevels:
         sim = self._config(agents)
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s)
         t_stop = self.s.warmup_s + self.s.duration_s
-        # turns come faster with fewer agents: take the cycle of the nearest level below (enough
-        # turns), else of the nearest above (too few, then replayed with the measured cycle)
-        below = [a for a in self.cycles if a <= agents]
-        near = max(below) if below else min(self.cycles, default=None)
-        turns = (FIRST_PASS_TURNS if near is None
-                 else math.ceil(COVER_MARGIN * t_stop / self.cycles[near]) + 1)
-        steps = 0
+        # turns come faster with fewer agents: pace by the nearest level below (enough turns),
+        # else by the nearest above (maybe too few, then replayed at this level's own pace);
+        # the window's tail grows with load: plan for the longer of theirs
+        below = [a for a in self.paces if a <= agents]
+        near = max(below) if below else min(self.paces, default=None)
+        above = min((a for a in self.paces if a > agents), default=None)
+        pace = None if near is None else self.paces[near]
+        tail = max((self.paces[a].tail for a in (near, above) if a is not None), default=0.0)
+        until = t_stop
+        steps = passes = 0
         while True:
-            reqs, info = lanes.build(turns)
+            passes += 1
+            if pace is not None:
+                until = max(until, COVER_MARGIN * (t_stop + max(tail, pace.tail)))
+            reqs, info = lanes.build(FIRST_PASS_TURNS, pace, until)
             run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed)
             steps += run.steps
-            covered, self.cycles[agents] = _lanes_cover(run, info, agents, t_stop)
-            if covered:
+            self.paces[agents] = _Pace.of(run, t_stop)
+            if _lanes_cover(run, info, agents, _window_end(run, t_stop)):
                 break
-            turns = max(turns + 1, math.ceil(COVER_MARGIN * t_stop / self.cycles[agents]) + 1)
+            pace, until = self.paces[agents], COVER_MARGIN * until
         summary = summarize(_outcome(run, info, agents, self.s, self.source, self.model))
         summary["between"] = {"fresh_deployment": True}
         summary["elapsed_s"] = run.wall_seconds
         summary["avg_power_w"] = None  # never estimated: power is measured or absent
         summary["sim_steps"] = steps
+        summary["sim_passes"] = passes  # 2+: some lane ran dry too early, the level was replayed
         self.log(f"  agents={agents:<5} P25 speed {_f(summary['p25_output_speed'])} tok/s, "
                  f"P95 TTFT {_f(summary['p95_ttft_ms'])} ms, {summary['completed']} ok / "
                  f"{summary['failed']} failed (virtual, {run.wall_seconds:.1f} s wall)")
@@ -250,7 +302,8 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     levels = VirtualLevels(cat, recipe_id, source, s, tok, log or (lambda _m: None))
     tiers = [SloTier.model_validate(t.model_dump()) for t in m.tiers]
     search = CapacitySearch(levels, tiers, start=m.start, max_concurrency=m.max_concurrency,
-                            resolution=m.resolution, max_error_rate=m.max_error_rate,
+                            resolution=m.resolution, resolution_pct=s.resolution_pct,
+                            max_error_rate=m.max_error_rate,
                             time_budget_s=m.time_budget_s)
     result = asyncio.run(search.run())
     ident = identity(cat, recipe_id, workload_name, simulated=True, launcher="virtual")

@@ -580,6 +580,10 @@ class Workload(Strict):
         return round(self.warmups_per_concurrency * concurrency)
 
 
+# A capacity search's relative resolution, percent: coarser than this is not a measurement.
+MAX_RESOLUTION_PCT = 50.0
+
+
 class CapacitySearchSpec(Strict):
     """A sweep entry's bounds for the capacity search of its agentic workloads (the workload's
     own session settings apply where these are unset)."""
@@ -587,6 +591,9 @@ class CapacitySearchSpec(Strict):
     start: PositiveInt = 1
     max_concurrency: PositiveInt = 4096
     resolution: PositiveInt = Field(default=1, description="stop bisecting when this close")
+    resolution_pct: Annotated[float, Field(gt=0, le=MAX_RESOLUTION_PCT)] | None = Field(
+        default=None, description="or when the bracket is within this percent of the passing "
+        "level (the search then also guesses from the tier margins; docs/agentic.md)")
     time_budget_s: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="stop searching once this much time is spent per job")
     duration_s: Annotated[float, Field(gt=0)] | None = Field(

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from ..catalog.accuracy import EvalTask
 from ..catalog.loader import Catalog
-from ..catalog.schema import SloTierSpec
+from ..catalog.schema import MAX_RESOLUTION_PCT, SloTierSpec
 
 # AA-AgentPerf's published tiers for DeepSeek V4 Pro: the default when a workload names none.
 DEFAULT_TIERS = (
@@ -59,9 +66,20 @@ class CapacityMeasurement(Strict):
     start: PositiveInt = 1
     max_concurrency: PositiveInt = 4096
     resolution: PositiveInt = 1
+    resolution_pct: Annotated[float, Field(gt=0, le=MAX_RESOLUTION_PCT)] | None = Field(
+        None, description="stop also when the bracket is within this percent of the pass")
     max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.05
     time_budget_s: Annotated[float, Field(gt=0)] | None = Field(
         None, description="stop searching (tiers reported unbounded) once this much time is spent")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Unset, ``resolution_pct`` is left out: job files and fingerprints of searches that
+        do not use it stay as they were before it existed."""
+        data = handler(self)
+        if self.resolution_pct is None and isinstance(data, dict):
+            data.pop("resolution_pct", None)
+        return data
 
 
 class EvalStep(Strict):
@@ -89,7 +107,7 @@ def dist_text(v: Any) -> str:
 
 def capacity_measurement(cat: Catalog, workload: str, **search: Any) -> CapacityMeasurement:
     """The capacity search an agentic workload describes; ``search`` overrides the bounds
-    (start, max_concurrency, resolution, time_budget_s) and session fields (duration_s, …)."""
+    (start, max_concurrency, resolution, resolution_pct, time_budget_s) and session fields (duration_s, …)."""
     wl = cat.workloads[workload]
     if wl.kind != "agentic":
         raise ValueError(f"workload {workload!r} is {wl.kind}, not agentic")

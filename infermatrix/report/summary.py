@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
 from ..results.pareto import best_at, frontiers, usable
-from ..results.records import Record, run_order
+from ..results.records import Record, order_runs
 from .agentic import fmt, groups
 
 DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
@@ -53,18 +53,47 @@ def title_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ())
             "simulated engine, not measured on hardware")
 
 
+def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:
+    """What the summary is made of: throughput levels and capacity results, their jobs and
+    runs (a capacity job gives one result per SLO tier)."""
+    runs = order_runs([(r.run_id, r.started_at) for r in records]
+                      + [(a.run_id, None) for a in agentic])
+    jobs = (len({(r.run_id, r.job_id) for r in records})
+            + len({(a.run_id, a.recipe, a.workload) for a in agentic}))
+    ok = sum(r.ok for r in records)
+    parts = []
+    if records or not agentic:
+        parts.append(f"{len(records)} levels ({ok} ok, {len(records) - ok} failed)")
+    if agentic:
+        unbounded = sum(not a.bounded for a in agentic)
+        parts.append(f"{len(agentic)} capacity results (one per SLO tier"
+                     f"{f', {unbounded} not bounded' if unbounded else ''})")
+    return (f"{' and '.join(parts)} from {jobs} jobs in {len(runs)} run(s): "
+            f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}.")
+
+
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
                 thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
                 agentic: Sequence[AgenticRecord] = ()) -> str:
-    runs = run_order(records)
-    ok = [r for r in records if r.ok]
-    lines = [title_line(records, agentic), "",
-             f"{len(records)} levels ({len(ok)} ok, {len(records) - len(ok)} failed) from "
-             f"{len({(r.run_id, r.job_id) for r in records})} jobs in {len(runs)} run(s): "
-             f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}."]
+    lines = [title_line(records, agentic), "", counts_line(records, agentic)]
     if collect is not None and (collect.skipped or collect.missing):
         lines += ["", f"> **Warning**: collect skipped files — {collect.line()}."]
-    lines += ["", "### Best configuration at a given interactivity", "",
+    if records or not agentic:
+        lines += throughput_summary(records, thresholds)
+    if agentic:
+        lines += agentic_summary(agentic)
+    failed = [r for r in records if not r.ok]
+    if failed:
+        lines += ["", f"### Failed levels ({len(failed)})", ""]
+        lines += [f"- `{r.job_id}` c={r.concurrency}: {r.error or 'failed'}" for r in failed[:max_failures]]
+        if len(failed) > max_failures:
+            lines.append(f"- … and {len(failed) - max_failures} more")
+    return "\n".join(lines) + "\n"
+
+
+def throughput_summary(records: Sequence[Record], thresholds: Sequence[float]) -> list[str]:
+    """Markdown lines: the best configuration per interactivity threshold, the frontiers."""
+    lines = ["", "### Best configuration at a given interactivity", "",
               "| model | workload | ≥ tok/s/user | recipe | topology | conc | tok/s/GPU | tok/s/user | $/M out |",
               "|---|---|---|---|---|---|---|---|---|"]
     for b in best_at(records, thresholds):
@@ -80,12 +109,4 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
         pts = ", ".join(f"{r.hardware}/{r.engine} c{r.concurrency}: {_f(r.output_tput_per_gpu, 0)} @ "
                         f"{_f(r.interactivity)}" for r in lines_[("all",)])
         lines.append(f"- **{model} · {workload}**: {pts}")
-    if agentic:
-        lines += agentic_summary(agentic)
-    failed = [r for r in records if not r.ok]
-    if failed:
-        lines += ["", f"### Failed levels ({len(failed)})", ""]
-        lines += [f"- `{r.job_id}` c={r.concurrency}: {r.error or 'failed'}" for r in failed[:max_failures]]
-        if len(failed) > max_failures:
-            lines.append(f"- … and {len(failed) - max_failures} more")
-    return "\n".join(lines) + "\n"
+    return lines

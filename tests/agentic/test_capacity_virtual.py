@@ -66,6 +66,29 @@ def test_level_keeps_every_lane_busy_through_the_window() -> None:
     assert lv["avg_power_w"] is None
 
 
+def test_lanes_planned_further_measure_the_same(monkeypatch) -> None:  # noqa: ANN001
+    """Turns after the window's last request finished cannot change a measured one: lanes
+    planned three times further (more turns simulated) give the same figures."""
+    import infermatrix.capacity.virtual as virtual
+
+    tok = load_tokenizer(None)
+
+    def levels() -> VirtualLevels:
+        return VirtualLevels(load_catalog(REPO), RECIPE, source_of(SESSIONS, REPO, tok),
+                             settings_of(measurement()), tok, lambda _m: None)
+
+    def figures(lv: dict) -> dict:
+        return {k: v for k, v in lv.items() if k not in ("elapsed_s", "sim_steps", "sim_passes")}
+
+    paced = levels()
+    near = [paced.measure(8), paced.measure(24)]
+    monkeypatch.setattr(virtual, "COVER_MARGIN", 3.0)
+    far = levels()
+    further = [far.measure(8), far.measure(24)]
+    assert further[1]["sim_steps"] > near[1]["sim_steps"]  # more was simulated…
+    assert [figures(lv) for lv in further] == [figures(lv) for lv in near]  # …for nothing
+
+
 def test_virtual_search_document() -> None:
     cat = load_catalog(REPO)
     doc = virtual_capacity(cat, RECIPE, "agentic-coding", measurement=measurement())

@@ -76,3 +76,45 @@ def test_judge_reasons() -> None:
     assert tier.scaled(10).min_output_speed == 200 and tier.scaled(10).max_ttft_s == 1.0
     with pytest.raises(ValueError):
         SloTier.parse("X=20")
+
+
+def smooth_levels(root: float):
+    """A level whose P25 speed falls smoothly (and convexly) through SLO20's floor at ``root``."""
+    measured: list[int] = []
+
+    async def measure(c: int) -> dict[str, Any]:
+        measured.append(c)
+        return {"completed": 10, "error_rate": 0.0, "p95_ttft_ms": 1000.0,
+                "p25_output_speed": 20.0 * (2.0 - (c / root) ** 2)}
+
+    return measure, measured
+
+
+@pytest.mark.parametrize("root", [37.5, 650.5, 1090.5, 3000.5])
+def test_relative_resolution_brackets_the_crossing_in_fewer_levels(root: float) -> None:
+    measure, measured = smooth_levels(root)
+    t = asyncio.run(CapacitySearch(measure, [SLO20], start=8, resolution=8, resolution_pct=5,
+                                   max_concurrency=4096).run()).tiers[0]
+    assert t.passing_concurrency <= root < t.first_failing
+    assert t.first_failing - t.passing_concurrency <= max(8, 0.05 * t.passing_concurrency)
+    absolute, measured_abs = smooth_levels(root)
+    asyncio.run(CapacitySearch(absolute, [SLO20], start=8, resolution=8,
+                               max_concurrency=4096).run())
+    assert len(measured) <= len(measured_abs), (measured, measured_abs)
+
+
+def test_a_tier_starts_from_the_bracket_other_tiers_measured() -> None:
+    measure, measured = level_with_limits({"SLO20": 700, "SLO60": 300})
+    res = asyncio.run(CapacitySearch(measure, [SLO20, SLO60], start=8, resolution=8,
+                                     resolution_pct=5).run())
+    assert [t.passing_concurrency for t in res.tiers][1] <= 300
+    slo20 = res.tiers[0]
+    assert slo20.passing_concurrency <= 700 < slo20.first_failing
+    assert len(measured) == len(set(measured))
+
+
+def test_relative_resolution_is_bounded() -> None:
+    measure, _ = level_with_limits({"SLO20": 1, "SLO60": 1})
+    for pct in (-1, 51):
+        with pytest.raises(ValueError):
+            CapacitySearch(measure, [SLO20], resolution_pct=pct)

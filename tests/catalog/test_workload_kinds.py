@@ -177,3 +177,21 @@ def test_run_names_an_agentic_workload_without_levels(
     assert err == ["infermatrix: workload 'agentic-coding' is agentic: its capacity search picks "
                    "the levels (drop --concurrency; bounds come from the sweep entry)"]
     assert not list(tmp_path.iterdir())
+
+
+def test_capacity_resolution_pct_is_planned_and_bounded(
+    capsys: pytest.CaptureFixture[str], catalog_copy: Path
+) -> None:
+    sweep = catalog_copy / "matrix" / "sweeps" / "agents.yaml"
+    entry = ("entries:\n  - recipes: [llama-3.1-70b-instruct/mi300x-vllm-fp8]\n"
+             "    workloads: [agentic-coding]\n    capacity: {resolution: 8%s}\n")
+    sweep.write_text(entry % "")
+    (plain,) = plan_sweep(load_catalog(catalog_copy), "agents")
+    assert "resolution_pct" not in plain.model_dump_json()  # unset: job files as before
+    sweep.write_text(entry % ", resolution_pct: 5")
+    (rel,) = plan_sweep(load_catalog(catalog_copy), "agents")
+    assert rel.capacity.resolution_pct == 5 and rel.fingerprint != plain.fingerprint
+    sweep.write_text(entry % ", resolution_pct: 80")
+    code, err = validate(capsys, catalog_copy)
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("matrix/sweeps/agents.yaml:4: entries[0].capacity.resolution_pct")

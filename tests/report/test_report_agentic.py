@@ -329,6 +329,18 @@ def test_run_report_writes_agentic_html(tmp_path: Path) -> None:
     assert len(_embedded(again["dashboard"])["agentic"]["rows"]) == 2
 
 
+def test_capacity_only_run_summary_counts_its_results(tmp_path: Path) -> None:
+    run = tmp_path / "20261205T090000Z-agent3"
+    (run / "capacity").mkdir(parents=True)
+    for i, c in enumerate(LATEST[2:4]):  # H200 40/0 agents, MI355X ≥ 64 (not bounded)/12
+        (run / "capacity" / f"cap-{i}.json").write_text(json.dumps(document(c)))
+    lines = build_run_report(run, plots=False)["summary"].read_text().splitlines()
+    assert lines[0].startswith("## infermatrix results · SIMULATED")
+    assert lines[2] == (f"4 capacity results (one per SLO tier, 1 not bounded) from 2 jobs in "
+                        f"1 run(s): {NEW}.")
+    assert "### Best configuration" not in "\n".join(lines)  # no throughput level: no table
+
+
 def test_capacity_cli_writes_the_page(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPO / "tests" / "agentic"))
     from agentic_servers import HERE, Server, free_port
