@@ -6,6 +6,12 @@ SLO tier whose speed sits between the two passes exactly up to ``limit`` closed-
 with no tool delay. A request leaves the in-flight count after its last token and before the
 usage event and [DONE], so an agent's next turn never overlaps its own previous one.
 
+Between two turns an agent is briefly out of the count (the client receives, parses and sends
+the next turn), so one agent above the limit only slows the requests admitted while all the
+others are in flight. The longer a fast request is against that turn-around, the more of them
+that is: tests give requests enough tokens that a loaded machine's slower turn-around still
+leaves most requests slow one agent above the limit.
+
     python tests/agentic/imx_limit_server.py --port 8123 --limit 11
 """
 
@@ -80,8 +86,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--limit", type=int, required=True)
-    p.add_argument("--fast-gap-ms", type=float, default=1.0)
-    p.add_argument("--slow-gap-ms", type=float, default=50.0)
+    p.add_argument("--fast-gap-ms", type=float, default=2.0)
+    p.add_argument("--slow-gap-ms", type=float, default=25.0)
     a = p.parse_args()
     web.run_app(
         make_app(a.limit, a.fast_gap_ms / 1000, a.slow_gap_ms / 1000),

@@ -11,8 +11,8 @@ from infermatrix.client.sessions import LevelPlan, run_level_sync
 from infermatrix.client.tokenizer import WordTokenizer
 
 LIMIT = 11
-# fast requests stream at up to 1000 tok/s (250+ on a loaded 2-core machine), slow ones at
-# 20 tok/s: 80 tok/s separates them with a wide margin on both sides
+# fast requests stream at up to 500 tok/s (150+ on a loaded 2-core machine), slow ones at
+# 40 tok/s: 80 tok/s separates them with a wide margin on both sides
 TIER = SloTier(name="T", min_output_speed=80.0, max_ttft_s=1.0)
 
 
@@ -23,7 +23,10 @@ def tiny_sessions(delay_s: float = 0.0) -> SyntheticSource:
         turns=c(6),
         system_prompt_tokens=c(20),
         user_tokens=c(10),
-        output_tokens=c(10),
+        # 40 tokens: a fast request (80 ms) outlasts the client's turn-around between turns
+        # many times over even on a loaded machine, so at LIMIT + 1 agents most requests are
+        # admitted over the limit and the tier fails (imx_limit_server.py)
+        output_tokens=c(40),
         tool_delay_s=c(delay_s),
     )
     return SyntheticSource(spec, WordTokenizer())
@@ -65,7 +68,7 @@ def test_affinity_reaches_the_server(limit_server) -> None:
     run_level_sync(cfg(srv.base_url), tiny_sessions(), plan, X_SESSION_ID)
     last = srv.get_json("/debug/last")
     assert last["x_session_id"].startswith("syn-0-") and last["disaggregated_params"] is None
-    assert last["ignore_eos"] is True and last["max_tokens"] == 10
+    assert last["ignore_eos"] is True and last["max_tokens"] == 40
     # closed loop: the conversation so far (system, user, assistant, user, ...) is resent
     assert last["roles"][:4] == ["system", "user", "assistant", "user"]
     run_level_sync(cfg(srv.base_url), tiny_sessions(), plan, TRTLLM)

@@ -3,8 +3,11 @@ with its send time and records each request's kernel arrival time; our median TT
 must be within 1 % of the server's truth at concurrency 1, 64 and 256.
 
 The comparison is against server truth, never against wall-clock targets, so a slow machine
-makes the run longer but not wrong. Up to two retries absorb a neighbour hogging the shared box;
-only on a provably contended box (load average > cores) is a 1-2 % result a skip, not a failure.
+makes the run longer but not wrong. What the client measures is its own accuracy, not how a
+busy machine shares its cores: where the OS allows it (root or CAP_SYS_NICE), client and server
+run at real-time priority, so other processes on the box cannot preempt them. Up to two retries
+absorb what is left; only on a provably contended box (load average > cores) without real-time
+priority is a 1-2 % result a skip, not a failure.
 """
 
 from __future__ import annotations
@@ -18,21 +21,30 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))
 
-from client_accuracy import Server, run_ours  # noqa: E402
+from client_accuracy import Server, normal_priority, realtime, run_ours  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def stamp_server() -> Iterator[Server]:
-    srv = Server(ttft=0.2, tpot=0.04)
+def realtime_priority() -> Iterator[bool]:
+    """This process and the server it starts at real-time priority, where the OS allows it."""
+    granted = realtime(True).startswith("real-time")
+    yield granted
+    if granted:
+        normal_priority()
+
+
+@pytest.fixture(scope="module")
+def stamp_server(realtime_priority: bool) -> Iterator[Server]:
+    srv = Server(ttft=0.2, tpot=0.04)  # started after the priority change: it inherits it
     yield srv
     srv.stop()
 
 
 @pytest.mark.parametrize("conc", [1, 64, 256])
 def test_median_ttft_and_tpot_within_1_percent_of_server_truth(
-    stamp_server: Server, conc: int
+    stamp_server: Server, realtime_priority: bool, conc: int
 ) -> None:
     n = 5 if conc == 1 else 2 * conc
     errors = []
@@ -47,8 +59,11 @@ def test_median_ttft_and_tpot_within_1_percent_of_server_truth(
     # Three misses. On a box whose run queue is longer than its cores (neighbours' test runs),
     # client and server are both starved of CPU: then only a gross error (> 2 %) is a failure.
     load = os.getloadavg()[0]
-    contended = load > (os.cpu_count() or 1)
+    contended = load > (os.cpu_count() or 1) and not realtime_priority
     best = min(errors, key=lambda e: max(e[0], e[1]))
     if contended and max(best[0], best[1]) < 0.02:
         pytest.skip(f"machine contended (load {load:.1f}): errors {errors} within 2 % only")
-    pytest.fail(f"median TTFT/TPOT error vs server truth above 1 % (load {load:.1f}): {errors}")
+    pytest.fail(
+        f"median TTFT/TPOT error vs server truth above 1 % (load {load:.1f}, "
+        f"real-time priority: {realtime_priority}): {errors}"
+    )

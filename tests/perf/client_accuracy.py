@@ -395,6 +395,14 @@ def realtime(enabled: bool) -> str:
     return "real-time priority (SCHED_FIFO 10) for client and server"
 
 
+def normal_priority() -> None:
+    """Undo :func:`realtime` for this process."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (OSError, AttributeError):
+        pass
+
+
 def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
