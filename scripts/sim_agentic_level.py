@@ -33,9 +33,12 @@ def main() -> int:
     s = settings_of(m)
     s = dataclasses.replace(s, warmup_s=args.warmup if args.warmup is not None else s.warmup_s,
                             duration_s=args.duration if args.duration is not None else s.duration_s)
-    levels = VirtualLevels(cat, args.recipe, source_of(m.sessions, cat.root, tok), s, tok, print)
+    levels = VirtualLevels(cat, args.recipe, source_of(m.sessions, cat.root, tok), s, tok,
+                           lambda _line: None)
     for n in args.agents:
-        levels.measure(n)  # logs P25 speed and P95 TTFT (simulated)
+        out = levels.measure(n)
+        print(f"agents={n:<5} (simulated) P25 speed {out['p25_output_speed']:.2f} tok/s, P95 TTFT "
+              f"{out['p95_ttft_ms'] / 1000:.2f} s")
     return 0
 
 
