@@ -112,7 +112,7 @@ class Model(Strict):
     hidden_size: PositiveInt
     attention_heads: PositiveInt
     kv_heads: PositiveInt
-    attention: Literal["mha", "gqa", "mla", "mla-sparse", "gqa-sliding"]
+    attention: Literal["mha", "gqa", "mla", "mla-sparse", "mla-compressed", "gqa-sliding"]
     kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
         description="KV-cache bytes per token summed over all layers, per KV dtype"
     )

@@ -134,12 +134,17 @@ class StepModel:
         # ---- attention
         kv_layer = cfg.kv_bytes_per_token / L
         kv_split = 1 if mla else min(tpa, cfg.kv_heads)
-        self.sparse = cfg.attention == "mla-sparse"
+        self.sparse = cfg.attention in ("mla-sparse", "mla-compressed")
         self.sliding = cfg.attention == "gqa-sliding"
         self.topk = arch.sparse_topk
         self.window = arch.sliding_window
         self.window_share = arch.sliding_share
+        # positions the indexer scores per context token: all of them (DSA), or under DeepSeek
+        # V4's hybrid attention one compressed entry per csa_ratio tokens in its CSA layers
+        index_share = (arch.csa_share / arch.csa_ratio if cfg.attention == "mla-compressed"
+                       else 1.0)
         kv_index = arch.indexer_dim * (1.0 if cfg.kv_dtype != "bf16" else 2.0) if self.sparse else 0.0
+        kv_index = index_share * kv_index
         kv_index = min(kv_index, 0.5 * kv_layer)
         abw_d = bw * att_d.memory_eff
         self.kv_main_s = (kv_layer - kv_index) / kv_split / abw_d  # per attended position
@@ -153,7 +158,8 @@ class StepModel:
             per_pos_decode = per_pair_prefill = 4 * heads * head_dim
         self.dec_s_pos = per_pos_decode / tpa / dec_flops  # per (query token, attended position)
         self.pre_s_pair = per_pair_prefill / tpa / pre_flops
-        self.index_s_pos = (2 * arch.indexer_heads * arch.indexer_dim / dec_flops) if self.sparse else 0.0
+        self.index_s_pos = (index_share * 2 * arch.indexer_heads * arch.indexer_dim / dec_flops
+                            if self.sparse else 0.0)
         self.kv_read_s_pre = kv_layer / kv_split / (bw * att_p.memory_eff)
         # kernels per layer: GQA one; MLA split-KV + combine; DSA adds indexer and top-k
         att_kernels = 4 if self.sparse else 2 if mla else 1

@@ -83,6 +83,11 @@ class Architectures(_Strict):
     indexer_heads: Annotated[int, Field(ge=1)]
     indexer_dim: Annotated[int, Field(ge=1)]
     indexer_source: Source
+    # DeepSeek V4's hybrid attention: a share of layers are CSA (the lightning indexer scores one
+    # compressed entry per csa_ratio tokens), the rest attend to heavily compressed entries only
+    csa_share: Share
+    csa_ratio: Annotated[int, Field(ge=1)]
+    compressed_source: Source
     sliding_window: Annotated[int, Field(ge=1)]
     sliding_share: Share
     sliding_source: Source

@@ -51,6 +51,21 @@ def test_sparse_attention_reads_topk_not_the_whole_context() -> None:
     assert grow(sparse) < 0.5 * grow(dense)
 
 
+def test_deepseek_v4_indexer_scores_compressed_entries_of_its_csa_layers() -> None:
+    # the same model with V3.2's indexer (every position, every layer) and with V4's
+    v4 = SimConfig.from_recipe(catalog(), DEP8).prefill
+    assert v4 is not None and v4.attention == "mla-compressed"
+    compressed, dsa = StepModel(v4), StepModel(replace(v4, attention="mla-sparse"))
+    arch = default_tables().architectures
+    assert abs(compressed.index_s_pos / dsa.index_s_pos - arch.csa_share / arch.csa_ratio) < 1e-9
+    # an agentic turn: 600 new tokens on a 39K-token cached prefix, where the indexer dominated
+    new, prior = 600, 39_000
+    pairs = new * prior + new * (new + 1) / 2
+    a_c = compressed._attention_layer(new, 1, prior + new, pairs, False)
+    a_d = dsa._attention_layer(new, 1, prior + new, pairs, False)
+    assert a_c < 0.5 * a_d
+
+
 def test_sliding_window_layers_cap_attention() -> None:
     cfg = config("H200", model="gpt-oss-120b", precision="w4a16", tp=1)
     sliding, full = StepModel(cfg), StepModel(replace(cfg, attention="gqa"))
