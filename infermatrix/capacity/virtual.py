@@ -11,13 +11,12 @@ after its cache-bust. The timings become the client's turn records and are summa
 ``client.sessions.summarize``; the search and tier check are ``capacity.search`` /
 ``capacity.tiers``; the document is ``capacity.run.capacity_document``'s, marked simulated.
 
-The simulator has no stop time, so each lane is planned with enough turns to stay busy until
-the last request sent inside the measured window has finished: a turn is paced by the time to
-first token and output speed of a level already simulated (a first pass with a few turns per
-lane gives the first level its pace), and a level where some lane ran dry too early is replayed
-further. Requests sent after that moment cannot change any measured one (the simulation is
-causal and deterministic), so the level's figures are those of lanes that never run dry; fewer
-turns only spare simulating what nobody measures.
+Like the client, the simulated lanes send no turn after the measured window closes (the
+simulator's ``stop_at``); what was sent runs to its end. Each lane is planned with enough
+turns to keep sending until then: a turn is paced by the time to first token and output speed
+of a level already simulated (a first pass with a few turns per lane gives the first level its
+pace), and a level where some lane ran dry before the window closed is replayed further. Turns
+planned past the close are never sent, so planning further changes nothing measured.
 """
 
 from __future__ import annotations
@@ -55,15 +54,13 @@ CACHE_BLOCK_TOKENS = 256
 @dataclass(frozen=True)
 class _Pace:
     """How fast turns went at a simulated level: a lane's turn is planned to take ``ttft`` +
-    its output tokens / ``speed`` (the fast side of that level, so lanes get enough turns), and
-    the last request sent in the window finished ``tail`` seconds after it closed."""
+    its output tokens / ``speed`` (the fast side of that level, so lanes get enough turns)."""
 
     ttft: float
     speed: float
-    tail: float
 
     @classmethod
-    def of(cls, run: SimRun, t_stop: float) -> _Pace:
+    def of(cls, run: SimRun) -> _Pace:
         ttfts, speeds = [], []
         for r in run.results:
             if r.error is None and r.ttft is not None and r.e2el is not None:
@@ -73,16 +70,7 @@ class _Pace:
         ttfts.sort()
         speeds.sort()
         return cls(ttft=ttfts[len(ttfts) // 4] if ttfts else 0.0,
-                   speed=speeds[3 * len(speeds) // 4] if speeds else math.inf,
-                   tail=max(0.0, _window_end(run, t_stop) - t_stop))
-
-
-def _window_end(run: SimRun, t_stop: float) -> float:
-    """When the window closed or, later, the last request sent in it finished: until then a
-    lane must keep sending, or it changes what is measured."""
-    return max((r.finished_at for r in run.results
-                if r.sent_at < t_stop and r.finished_at is not None and r.finished_at > t_stop),
-               default=t_stop)
+                   speed=speeds[3 * len(speeds) // 4] if speeds else math.inf)
 
 
 @dataclass(frozen=True)
@@ -253,24 +241,19 @@ class VirtualLevels:
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s)
         t_stop = self.s.warmup_s + self.s.duration_s
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
-        # else by the nearest above (maybe too few, then replayed at this level's own pace);
-        # the window's tail grows with load: plan for the longer of theirs
+        # else by the nearest above (maybe too few, then replayed at this level's own pace)
         below = [a for a in self.paces if a <= agents]
         near = max(below) if below else min(self.paces, default=None)
-        above = min((a for a in self.paces if a > agents), default=None)
         pace = None if near is None else self.paces[near]
-        tail = max((self.paces[a].tail for a in (near, above) if a is not None), default=0.0)
-        until = t_stop
+        until = COVER_MARGIN * t_stop
         steps = passes = 0
         while True:
             passes += 1
-            if pace is not None:
-                until = max(until, COVER_MARGIN * (t_stop + max(tail, pace.tail)))
             reqs, info = lanes.build(FIRST_PASS_TURNS, pace, until)
-            run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed)
+            run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed, stop_at=t_stop)
             steps += run.steps
-            self.paces[agents] = _Pace.of(run, t_stop)
-            if _lanes_cover(run, info, agents, _window_end(run, t_stop)):
+            self.paces[agents] = _Pace.of(run)
+            if _lanes_cover(run, info, agents, t_stop):
                 break
             pace, until = self.paces[agents], COVER_MARGIN * until
         summary = summarize(_outcome(run, info, agents, self.s, self.source, self.model))

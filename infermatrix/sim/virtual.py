@@ -38,6 +38,9 @@ class SimRequest:
     """seconds between ``after`` finishing and this request being ready (tool / think time)"""
 
 
+NOT_SENT = "not sent: ready after the stop time"
+
+
 @dataclass
 class SimResult:
     index: int
@@ -93,7 +96,8 @@ class SimRun:
 
 
 def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: int | None = None,
-             record_token_times: bool = True, seed: int = 0, streaks: bool = True) -> SimRun:
+             record_token_times: bool = True, seed: int = 0, streaks: bool = True,
+             stop_at: float | None = None) -> SimRun:
     """Serve ``requests`` on the deployment ``config`` describes, in virtual time.
 
     A request is ready at its arrival time (or ``delay`` after the request it follows finished)
@@ -101,6 +105,10 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
     order requests became ready. Every request generates exactly ``max_tokens`` tokens.
     ``streaks=False`` applies every decode step on its own (slower; the same timings except
     under speculative decoding, where streaks assume the mean acceptance for step times).
+    ``stop_at``: a request that becomes ready at or after this time is never sent, as a
+    client's closed loop sends no turn after its measuring window closes; its result has
+    ``sent_at`` = when it became ready and ``error`` = ``NOT_SENT``. What was sent still runs
+    to its end.
     """
     wall0 = time.perf_counter()
     kernel = VirtualKernel()
@@ -148,6 +156,11 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
                            make_ready, child)
 
     def make_ready(i: int) -> None:
+        if stop_at is not None and kernel.now >= stop_at:
+            results[i] = SimResult(i, kernel.now, requests[i].prompt_tokens,
+                                         requests[i].max_tokens, error=NOT_SENT)
+            release_children(i)  # the rest of its chain is later still: not sent either
+            return
         ready.append(i)
         pump()
 

@@ -67,8 +67,8 @@ def test_level_keeps_every_lane_busy_through_the_window() -> None:
 
 
 def test_lanes_planned_further_measure_the_same(monkeypatch) -> None:  # noqa: ANN001
-    """Turns after the window's last request finished cannot change a measured one: lanes
-    planned three times further (more turns simulated) give the same figures."""
+    """Turns planned past the window's close are never sent (the client sends none either):
+    lanes planned three times further give the same figures from the same simulation."""
     import infermatrix.capacity.virtual as virtual
 
     tok = load_tokenizer(None)
@@ -85,8 +85,8 @@ def test_lanes_planned_further_measure_the_same(monkeypatch) -> None:  # noqa: A
     monkeypatch.setattr(virtual, "COVER_MARGIN", 3.0)
     far = levels()
     further = [far.measure(8), far.measure(24)]
-    assert further[1]["sim_steps"] > near[1]["sim_steps"]  # more was simulated…
-    assert [figures(lv) for lv in further] == [figures(lv) for lv in near]  # …for nothing
+    assert [lv["sim_steps"] for lv in further] == [lv["sim_steps"] for lv in near]
+    assert [figures(lv) for lv in further] == [figures(lv) for lv in near]
 
 
 def test_virtual_search_document() -> None:
