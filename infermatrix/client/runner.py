@@ -266,8 +266,9 @@ async def timed_run(
         progress.start(t0)
         for p, rec in zip(prepared, records, strict=True):
             rec.deadline = t0 + p.spec.deadline
-            delay = rec.deadline - perf_counter()
-            if delay > 0:
+            # never early: uvloop's timers have millisecond resolution and may wake a request
+            # up to a millisecond before its deadline (the first ones before t0)
+            while (delay := rec.deadline - perf_counter()) > 0:
                 await asyncio.sleep(delay)
             rec.dispatched = perf_counter()
             tasks.append(asyncio.create_task(one(p, rec)))

@@ -26,6 +26,7 @@ def test_two_workers_merge_into_one_run(serve: Any, make_cfg: Any) -> None:
     assert [r.index for r in recs] == list(range(24))
     assert all(r.ok for r in recs)
     assert all(out.t0 <= r.start <= out.t_end for r in recs)
+    assert all(r.start >= r.deadline for r in recs)  # never sent before its deadline
     # at most 6 in flight across both processes, and both processes did work
     edges = sorted([(r.start, 1) for r in recs] + [(r.end, -1) for r in recs])
     cur = peak = 0
