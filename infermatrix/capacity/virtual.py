@@ -208,8 +208,9 @@ def _outcome(run: SimRun, info: list[_Turn], agents: int, s: CapacitySettings,
 
 
 def _lanes_cover(run: SimRun, info: list[_Turn], agents: int, t_end: float) -> bool:
-    """Every lane's last request was still running at ``t_end``: a turn the lane was not
-    given would have been sent after it, too late to change a request finished by then."""
+    """No lane ran dry before ``t_end`` (the window's close): each lane's last request was
+    still running then, or was ready only after it (not sent), so a turn the lane was not
+    given would not have been sent either."""
     last = [-math.inf] * agents
     for res, meta in zip(run.results, info, strict=True):
         done = res.finished_at if res.finished_at is not None else res.sent_at

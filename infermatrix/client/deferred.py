@@ -6,8 +6,9 @@ together: parsing each answer the moment it ends would hold the loop for the who
 every read that arrives meanwhile (the next wave's first tokens) would be stamped late by it.
 
 So work is queued here and done one slice at a time (``SLICE_S`` of parsing, then the loop
-takes in the reads that arrived). A stream still being received is parsed here too once it
-holds ``request.DRAIN_BYTES`` (memory stays small whatever the answer's length). When more
+takes in the reads that arrived): a stream still being received, every ``request.DRAIN_PIECES``
+pieces, and an answer that has ended. (``request.DRAIN_BYTES`` pending in one stream is parsed
+at once, on the receive path: memory stays small whatever the answer's length.) When more
 than ``BACKLOG_BYTES`` wait, an answer is parsed at once: on an overloaded client memory stays
 bounded, and lateness then shows up as receive lag, where it belongs."""
 

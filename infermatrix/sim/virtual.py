@@ -158,7 +158,7 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
     def make_ready(i: int) -> None:
         if stop_at is not None and kernel.now >= stop_at:
             results[i] = SimResult(i, kernel.now, requests[i].prompt_tokens,
-                                         requests[i].max_tokens, error=NOT_SENT)
+                                   requests[i].max_tokens, error=NOT_SENT)
             release_children(i)  # the rest of its chain is later still: not sent either
             return
         ready.append(i)
