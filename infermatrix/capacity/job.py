@@ -85,16 +85,33 @@ def measure_capacity(sv: Serving) -> None:
     _record(sv.job_dir, sv.manifest, doc, sv.log)
 
 
-def run_virtual_capacity_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-                             log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
-                             ) -> JobOutcome:
-    """The job's capacity search in virtual time (no server), recorded as any job is."""
-    from ..launch.virtual import LAUNCHER, run_in_virtual_time
+def search_in_virtual_time(cat: Catalog, job: Job, run_id: str,
+                           log: Callable[[str], None] | None = None
+                           ) -> tuple[dict[str, Any], list[str]]:
+    """``job``'s capacity search in virtual time: its document, and the lines it logged unless
+    ``log`` took them as they came. A pure function of the catalog, the job and the run id, so
+    a sweep runs it ahead in a worker (``launch.virtual_pool``)."""
+    from ..launch.virtual import LAUNCHER
     from .virtual import virtual_capacity
 
+    lines: list[str] = []
+    doc = virtual_capacity(cat, job.recipe, job.workload, measurement=job.capacity,
+                           log=log or lines.append, meta=_identity(cat, job, run_id, LAUNCHER, True))
+    return doc, lines
+
+
+def run_virtual_capacity_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
+                             log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                             *, searched: tuple[dict[str, Any], list[str]] | None = None
+                             ) -> JobOutcome:
+    """The job's capacity search in virtual time (no server), recorded as any job is.
+    ``searched``: what ``search_in_virtual_time`` gave for it already (a sweep's worker)."""
+    from ..launch.virtual import run_in_virtual_time
+
     def search(job_dir: Path, manifest: dict[str, Any]) -> None:
-        doc = virtual_capacity(cat, job.recipe, job.workload, measurement=job.capacity, log=log,
-                               meta=_identity(cat, job, run_id, LAUNCHER, True))
+        doc, lines = searched or search_in_virtual_time(cat, job, run_id, log)
+        for line in lines:
+            log(line)
         _record(job_dir, manifest, doc, log)
 
     return run_in_virtual_time(job, out_dir, run_id, search)

@@ -35,7 +35,7 @@ from ..client.session_sources import Session, SessionSource
 from ..client.sessions import LevelOutcome, LevelPlan, TurnRecord, summarize
 from ..client.tokenizer import Tokenizer, load_tokenizer
 from ..plan.measurement import CapacityMeasurement, capacity_measurement
-from ..sim import SimConfig, SimRequest, SimRun, segment_hashes, simulate
+from ..sim import SegmentHasher, SimConfig, SimRequest, SimRun, segment_hashes, simulate
 from .recipe import affinity_of, deployment_of, identity
 from .run import CapacitySettings, Target, capacity_document, settings_of
 from .search import CapacitySearch
@@ -86,8 +86,16 @@ class _Lanes:
     as reach ``until`` seconds."""
 
     def __init__(self, source: SessionSource, tok: Tokenizer, block_size: int, agents: int,
-                 s: CapacitySettings) -> None:
+                 s: CapacitySettings, sessions: dict[int, Session] | None = None) -> None:
         self.source, self.tok, self.bs, self.agents, self.s = source, tok, block_size, agents, s
+        # drawn sessions, kept across the levels of a search (drawing one is deterministic)
+        self.sessions = {} if sessions is None else sessions
+
+    def session(self, index: int) -> Session:
+        got = self.sessions.get(index)
+        if got is None:
+            got = self.sessions[index] = self.source.session(index)
+        return got
 
     def build(self, turns: int, pace: _Pace | None = None, until: float = math.inf
               ) -> tuple[list[SimRequest], list[_Turn]]:
@@ -111,26 +119,32 @@ class _Lanes:
         while not enough():
             index = k + use * self.agents
             use += 1
-            session = self.source.session(index)
+            session = self.session(index)
             reuse = index // len(self.source)
             cid = session.conversation_id if not reuse else f"{session.conversation_id}#{reuse}"
             start = rng.randrange(len(session.turns)) if self.s.mid_session and made == 0 else 0
             context: list[tuple[Hashable, int]] = []
             for t in range(start):  # earlier turns already in the context (mid-session start)
                 self._add(context, session, cid, t)
+            delta = session.context == "delta"
+            hasher, hashed = SegmentHasher(self.bs), 0  # delta: what the prompts share grows
             for t in range(start, len(session.turns)):
                 if enough():
                     return
                 turn = session.turns[t]
-                grown = self._add(list(context) if session.context == "delta" else [],
-                                  session, cid, t, answer=False)
+                grown = self._add(list(context) if delta else [], session, cid, t, answer=False)
                 tokens = sum(n for _, n in grown)
                 if (self.s.max_context_tokens
                         and tokens + turn.output_tokens > self.s.max_context_tokens):
                     delay = 0.0  # the client ends the session and starts the next one at once
                     break
-                reqs.append(SimRequest(tokens, turn.output_tokens,
-                                       hashes=segment_hashes(grown, self.bs), session=cid,
+                if delta:  # grown extends the prompt hashed so far
+                    for ident, n in grown[hashed:]:
+                        hasher.add(ident, n)
+                    hashed, hashes = len(grown), hasher.hashes
+                else:
+                    hashes = segment_hashes(grown, self.bs)
+                reqs.append(SimRequest(tokens, turn.output_tokens, hashes=hashes, session=cid,
                                        after=prev, delay=delay))
                 info.append(_Turn(k, cid, t, made == 0))
                 prev, made = len(reqs) - 1, made + 1
@@ -228,6 +242,7 @@ class VirtualLevels:
         self.model = ""
         self.block_size = 0
         self.paces: dict[int, _Pace] = {}  # agents -> how fast its turns went
+        self.sessions: dict[int, Session] = {}  # the source's sessions drawn so far
 
     def _config(self, agents: int) -> SimConfig:
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
@@ -239,7 +254,7 @@ class VirtualLevels:
 
     def measure(self, agents: int) -> dict[str, Any]:
         sim = self._config(agents)
-        lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s)
+        lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s, self.sessions)
         t_stop = self.s.warmup_s + self.s.duration_s
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
         # else by the nearest above (maybe too few, then replayed at this level's own pace)

@@ -207,7 +207,9 @@ def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.N
             raise UsageError(f"job {job.id}: a capacity job runs through `infermatrix run` "
                              "or `infermatrix sweep`")
         if getattr(args, "virtual", False):
-            return kind.run_virtual_capacity_job(cat, job, run_dir, run_id)
+            pool = getattr(args, "level_pool", None)  # a sweep's searches, run ahead
+            return kind.run_virtual_capacity_job(
+                cat, job, run_dir, run_id, searched=pool.searched(job) if pool else None)
         measure = kind.measure_capacity
     elif getattr(args, "virtual", False):
         from .virtual import run_virtual_job

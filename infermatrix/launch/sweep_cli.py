@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 
 from ..catalog.loader import Catalog, load_catalog
 from ..cpus import usable_cpus
@@ -78,14 +79,19 @@ def resume_engine(args: argparse.Namespace, engine: object) -> None:
         args.engine_mode = engine
 
 
-def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job]) -> LevelPool | None:
-    """Workers measuring the virtual levels of ``jobs`` ahead (capacity searches run here),
-    when there are workers and levels enough to share."""
-    jobs = [j for j in jobs if j.capacity is None]
-    levels = sum(len(j.concurrency) for j in jobs)
-    if not args.virtual or args.workers < 2 or levels < 2:
+def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str
+               ) -> LevelPool | None:
+    """Workers measuring the virtual levels and capacity searches of ``jobs`` ahead, when
+    there are workers and tasks enough to share. The capacity searches come from the CLI
+    layer's capacity job module (``args.capacity_jobs.search_in_virtual_time``)."""
+    levels = [j for j in jobs if j.capacity is None]
+    search = getattr(getattr(args, "capacity_jobs", None), "search_in_virtual_time", None)
+    searches = [j for j in jobs if j.capacity is not None] if search is not None else []
+    tasks = sum(len(j.concurrency) for j in levels) + len(searches)
+    if not args.virtual or args.workers < 2 or tasks < 2:
         return None
-    return LevelPool(cat, jobs, min(args.workers, levels))
+    return LevelPool(cat, levels, min(args.workers, tasks), searches=searches,
+                     search=partial(search, run_id=run_id) if search is not None else None)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -123,7 +129,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
         _stage("run")
-        args.level_pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"])
+        args.level_pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"],
+                                     run_id)
         for i, job in enumerate(jobs, 1):
             job_dir = run_dir / "jobs" / job.id
             if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):

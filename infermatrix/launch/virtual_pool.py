@@ -1,8 +1,10 @@
-"""Virtual levels measured ahead, in worker processes, while the sweep records them in order.
+"""Virtual levels and capacity searches measured ahead, in worker processes, while the sweep
+records them in order.
 
 A level in virtual time is a pure function of the catalog, the job and the concurrency (the
-drawn lengths and the engine are seeded), so the levels of a sweep can be simulated on every
-core. Only the measuring moves: the sweep's loop still asks for each level in its own order
+drawn lengths and the engine are seeded), and so is a capacity search of a job, so both can be
+simulated on every core. The searches are handed out first: each is one long task (many
+levels in turn), so started first they end with the levels instead of after them. Only the measuring moves: the sweep's loop still asks for each level in its own order
 and records it (manifests, the ledger, resume and signal handling stay in the main process),
 and gets exactly the result measuring it there would have given. Workers are forked (they
 share the loaded catalog), ignore Ctrl-C (the main process stops them) and are terminated
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from multiprocessing.pool import AsyncResult
 from typing import Any
 
@@ -39,15 +41,32 @@ def _measure(job: Job, conc: int) -> dict[str, Any]:
     return measure_level(_catalog, job, conc)
 
 
-class LevelPool:
-    """Measures every level of ``jobs`` (in their order) in ``workers`` processes."""
+def _search(search: Callable[[Catalog, Job], Any], job: Job) -> Any:
+    assert _catalog is not None
+    return search(_catalog, job)
 
-    def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int):
+
+class LevelPool:
+    """Measures every level of ``jobs`` (in their order) in ``workers`` processes, and, given
+    ``search`` (a module-level function: workers receive it by name), runs ``search(cat, job)``
+    for each job of ``searches``, whose result ``searched(job)`` returns."""
+
+    def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int, *,
+                 searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None):
         ctx = multiprocessing.get_context("fork")  # the catalog is shared, not pickled
         self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cat,))
+        self._searches: dict[str, AsyncResult[Any]] = {
+            job.id: self._pool.apply_async(_search, (search, job))
+            for job in searches} if search is not None else {}
         self._pending: dict[tuple[str, int], AsyncResult[dict[str, Any]]] | None = {
             (job.id, conc): self._pool.apply_async(_measure, (job, conc))
             for job in jobs for conc in job.concurrency}
+
+    def searched(self, job: Job) -> Any | None:
+        """The result of ``job``'s search, waited for; None if the pool was not given it (or
+        is closed)."""
+        pending = self._searches.pop(job.id, None) if self._pending is not None else None
+        return None if pending is None else pending.get()
 
     def measure(self, cat: Catalog, job: Job, conc: int) -> dict[str, Any]:
         """The level's result: from the workers if they were given it, else measured here."""

@@ -9,7 +9,7 @@ The HTTP server lives in ``infermatrix.sim.server`` (aiohttp is imported only th
 
 from .config import SimConfig, SimConfigError
 from .tuning import Tuning
-from .virtual import SimRequest, SimResult, SimRun, segment_hashes, simulate
+from .virtual import SegmentHasher, SimRequest, SimResult, SimRun, segment_hashes, simulate
 
-__all__ = ["SimConfig", "SimConfigError", "SimRequest", "SimResult", "SimRun", "Tuning",
-           "segment_hashes", "simulate"]
+__all__ = ["SegmentHasher", "SimConfig", "SimConfigError", "SimRequest", "SimResult", "SimRun",
+           "Tuning", "segment_hashes", "simulate"]

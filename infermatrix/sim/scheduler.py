@@ -142,14 +142,19 @@ class EngineCore:
         running = self.running
         preempted = False
         bs, spec = self.bs, self.draft
+        # the step's shape, summed as the entries are made (this loop runs per sequence)
+        tokens = drafts = kv_read = 0
+        pairs = 0.0
+        pure = True
         i = 0
         while i < len(running) and budget > 0:
             seq = running[i]
-            # (the target property and blocks_needed, inlined: this loop runs per sequence)
-            left = seq.prompt_len + seq.num_output - seq.num_computed
+            # (the target property and blocks_needed, inlined)
+            done = seq.num_computed
+            left = seq.prompt_len + seq.num_output - done
             n = left if left < budget else budget
             draft = spec if spec and seq.num_output and n == left else 0
-            need = -(-(seq.num_computed + n + draft) // bs) - len(seq.blocks)
+            need = -(-(done + n + draft) // bs) - len(seq.blocks)
             if need > 0:
                 pool = pools[seq.rank]
                 gone = False
@@ -165,14 +170,24 @@ class EngineCore:
             entries.append((seq, n, draft))
             budget -= n
             i += 1
-        if not preempted:
+            tokens += n
+            drafts += draft
+            kv_read += done + n
+            pairs += n * done + n * (n + 1) / 2
+            if n != 1 or left != 1:
+                pure = False
+        if preempted:
+            # a preemption took blocks of sequences already entered: sum the survivors again
+            tokens = drafts = kv_read = 0
+            pairs = 0.0
+            pure = True
+            kept = 0
+        else:
+            kept = len(entries)
             budget = self._admit(entries, budget)
         if not entries:
             return None
-        tokens = seqs = kv_read = drafts = 0
-        pairs = 0.0
-        pure = True
-        for seq, n, draft in entries:
+        for seq, n, draft in entries[kept:]:
             done = seq.num_computed
             tokens += n
             drafts += draft
@@ -180,8 +195,7 @@ class EngineCore:
             pairs += n * done + n * (n + 1) / 2
             if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
                 pure = False
-        seqs = len(entries)
-        return Step(entries, BatchShape(tokens, seqs, kv_read, pairs, drafts), pure)
+        return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts), pure)
 
     def _last_on_rank(self, rank: int) -> Seq:
         running = self.running
@@ -269,37 +283,44 @@ class EngineCore:
     def finish(self, step: Step, t: float) -> None:
         """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
         self.steps_total += 1
-        any_done = False
+        finished: list[Seq] = []
         emitted = 0
-        for seq, n, draft in step.entries:
+        mean = self.accept_mean
+        for seq, n, draft in step.entries:  # (runs per sequence: builtins kept out)
             if seq.aborted:
                 continue
             computed = seq.num_computed + n
             seq.num_computed = computed
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
-            target = seq.prompt_len + seq.num_output
+            output = seq.num_output
+            target = seq.prompt_len + output
             if computed < target:
                 continue  # mid-prefill chunk
             g = 1
             if draft:
-                seq.credit += self.accept_mean
-                accepted = min(int(seq.credit), draft)
-                seq.credit -= accepted
+                credit = seq.credit + mean
+                accepted = int(credit)
+                if accepted > draft:
+                    accepted = draft
+                seq.credit = credit - accepted
                 g += accepted
-            g = min(g, seq.max_tokens - seq.num_output)
-            seq.num_output += g
+            left = seq.max_tokens - output
+            if g > left:
+                g = left
+            seq.num_output = output + g
             seq.num_computed = target + g - 1
             emitted += g
             if seq.first_at < 0:
                 seq.first_at = t
-            if seq.num_output >= seq.max_tokens:
-                seq.done = any_done = True
+            if g == left:
+                seq.done = True
+                finished.append(seq)
             if seq.sink is not None:
                 seq.sink(seq, g, t, None)
         self.generation_tokens_total += emitted
-        if any_done:
-            self._reap()
+        if finished:
+            self._reap(finished)
 
     def _commit(self, seq: Seq) -> None:
         full = min(seq.num_computed // self.bs, len(seq.hashes))
@@ -309,17 +330,19 @@ class EngineCore:
                 pool.commit(seq.blocks[j], seq.hashes[j])
             seq.committed = full
 
-    def _reap(self) -> None:
-        keep = []
-        for seq in self.running:
-            if seq.done:
-                self.pools[seq.rank].release(seq.blocks)
-                self.rank_seqs[seq.rank] -= 1
-                seq.blocks = []
-                self.finished_total += 1
-            else:
-                keep.append(seq)
-        self.running = keep
+    def _reap(self, finished: list[Seq]) -> None:
+        """Free the sequences that finished (``finished``: in running order, as the blocks
+        go back in that order)."""
+        for seq in finished:
+            self.pools[seq.rank].release(seq.blocks)
+            self.rank_seqs[seq.rank] -= 1
+            seq.blocks = []
+            self.finished_total += 1
+        if len(finished) > 8:
+            self.running = [s for s in self.running if not s.done]
+        else:
+            for seq in finished:
+                self.running.remove(seq)  # by identity: Seq has no __eq__
 
     # ------------------------------------------------------------------ virtual-time fast path
     #
@@ -416,7 +439,7 @@ class EngineCore:
         k = len(ends)
         self.steps_total += k
         pools, bs, spec = self.pools, self.bs, self.draft
-        any_done = False
+        finished: list[Seq] = []
         mean = self.accept_mean
         first, last = ends[0], ends[-1]
         shared = np.asarray(ends) if want_times else None  # one array for the whole batch
@@ -463,15 +486,16 @@ class EngineCore:
             if seq.first_at < 0:
                 seq.first_at = first
             if seq.num_output >= seq.max_tokens:
-                seq.done = any_done = True
+                seq.done = True
+                finished.append(seq)
             if seq.sink is not None:
                 times = shared if spec_times is None else spec_times[i]
                 if times is None and seq.num_output == g:  # its first token: at the first step
                     times = np.asarray(ends)
                 seq.sink(seq, g, last, times)
         self.generation_tokens_total += emitted
-        if any_done:
-            self._reap()
+        if finished:
+            self._reap(finished)
 
     def _spec_times(self, seqs: Sequence[Seq], ends: np.ndarray) -> list[np.ndarray]:
         """Per sequence, the time of each token of a phase under speculative decoding: a step

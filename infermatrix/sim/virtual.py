@@ -199,20 +199,38 @@ def segment_hashes(segments: Sequence[tuple[Hashable, int]], block_size: int) ->
     (("user", 17), 500)]. Two prompts share cached blocks exactly as far as their segment lists
     agree (a block straddling a difference is not shared). Use the config's block_size.
     """
-    out: list[int] = []
-    parent = 0
-    pieces: list[tuple[Hashable, int, int]] = []
-    filled = 0
+    hasher = SegmentHasher(block_size)
     for ident, n in segments:
+        hasher.add(ident, n)
+    return hasher.hashes
+
+
+class SegmentHasher:
+    """``segment_hashes`` of a prompt that grows: fed its segments in order, a few at a time,
+    it gives the hashes of everything fed so far (a conversation's next turn extends the last
+    one's prompt, so each segment is hashed once, not once per later turn)."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._out: list[int] = []
+        self._parent = 0
+        self._pieces: list[tuple[Hashable, int, int]] = []
+        self._filled = 0
+
+    def add(self, ident: Hashable, n: int) -> None:
+        bs = self.block_size
         offset = 0
         while offset < n:
-            take = min(n - offset, block_size - filled)
-            pieces.append((ident, offset, take))
+            take = min(n - offset, bs - self._filled)
+            self._pieces.append((ident, offset, take))
             offset += take
-            filled += take
-            if filled == block_size:
-                parent = hash((parent, tuple(pieces)))
-                out.append(parent)
-                pieces = []
-                filled = 0
-    return tuple(out)
+            self._filled += take
+            if self._filled == bs:
+                self._parent = hash((self._parent, tuple(self._pieces)))
+                self._out.append(self._parent)
+                self._pieces = []
+                self._filled = 0
+
+    @property
+    def hashes(self) -> tuple[int, ...]:
+        return tuple(self._out)

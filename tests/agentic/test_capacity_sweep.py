@@ -47,6 +47,37 @@ def test_sweep_runs_levels_and_capacity_jobs(catalog_copy: Path, tmp_path: Path,
     asyncio.run(_dashboard_shows_the_search(chromium, out / "mix1" / "index.html", rec))
 
 
+def test_capacity_search_in_a_worker_records_what_this_process_finds(
+        catalog_copy: Path, tmp_path: Path, capsys, add_agentic_workload) -> None:  # noqa: ANN001
+    """With workers, a virtual sweep runs its capacity searches in them, ahead of recording:
+    the same levels, the same tiers, and the search's lines still reach the log."""
+    add_agentic_workload("agentic-tiny", tier=("FAST", 50, 1), duration_s=20, warmup_s=5,
+                         sessions=16, turns=4, system_prompt_tokens=512, user_tokens=64,
+                         output_tokens=32, tool_delay_s=0.5)
+    (catalog_copy / "matrix" / "sweeps" / "mixed.yaml").write_text(SWEEP)
+    docs, logs = {}, {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        assert main(["sweep", "mixed", "--virtual", "--root", str(catalog_copy), "--output-dir",
+                     str(out), "--run-id", "r", "--workers", str(workers)]) == 0
+        (path,) = (out / "r" / "jobs").glob("*/capacity.json")
+        docs[workers] = json.loads(path.read_text())
+        logs[workers] = capsys.readouterr().err
+    one, two = docs[1], docs[2]
+
+    def measured(doc: dict) -> list:
+        return [(lv["concurrency"], lv["p25_output_speed"], lv["p95_ttft_ms"], lv["completed"])
+                for lv in doc["levels"]]
+
+    assert measured(one) == measured(two) and len(measured(one)) >= 3
+    assert [t["passing_concurrency"] for t in one["tiers"]] == [
+        t["passing_concurrency"] for t in two["tiers"]]
+    assert one["infermatrix"]["run_id"] == two["infermatrix"]["run_id"] == "r"
+    for workers in (1, 2):  # each searched level's line, then the tier's
+        assert logs[workers].count("agents=") == len(measured(one)), logs[workers][-2000:]
+        assert "FAST: " in logs[workers]
+
+
 async def _dashboard_shows_the_search(chromium: str, page_path: Path, rec) -> None:  # noqa: ANN001
     rows = "Array.from(document.querySelectorAll('#agentic table.agentic tbody tr'))"
     async with open_page(chromium, height=1000) as page:

@@ -56,6 +56,11 @@ def test_real_vllm_serves_and_sweeps_two_levels(tmp_path: Path) -> None:
         # the tiny model's own tokenizer: the client's prompt lengths are what vLLM counted
         assert result["total_input_tokens"] == result["total_input_tokens_server"]
         assert 0.8 * 1024 * 4 <= result["total_input_tokens"] <= 1024 * 4
-        assert result["median_ttft_ms"] > 0 and result["median_tpot_ms"] > 0
+        assert result["median_ttft_ms"] > 0
+        # TPOT may be 0 here: on a starved machine vLLM's front end can fall behind its engine
+        # and send a whole answer as one delta (first token = last); never negative, and the
+        # answer never ends before its first token
+        assert result["median_tpot_ms"] >= 0
+        assert result["median_e2el_ms"] >= result["median_ttft_ms"]
         assert result["output_throughput"] > 0
     assert leftovers(str(model)) == []  # vLLM and its engine-core children are gone
