@@ -71,7 +71,10 @@ class Phase:
 
     step: Step
     ends: list[float]
-    limit: int
+    # None until the first step ends uncut: most steps of a busy instance are cut by new work
+    # before then, and the limit (a pass over the batch) would be wasted on them. Nothing but
+    # new work (which cuts) or an abort (which ends the phase) changes what it depends on.
+    limit: int | None
     cut: bool = False
 
 
@@ -134,6 +137,11 @@ class RequestRecord:
             self.on_done(self)
 
     @property
+    def quiet(self) -> bool:
+        """Nobody watches the tokens stream: no token times, no update callback."""
+        return self.token_times is None and self.on_update is None
+
+    @property
     def ttft(self) -> float:
         return self.first_token_at - self.submitted_at
 
@@ -167,7 +175,7 @@ class Instance:
 
     def submit(self, seq: Seq) -> None:
         self.core.add(seq)
-        if self.busy and self._phase is not None and self._phase.limit > 1:
+        if self.busy and self._phase is not None and self._phase.limit != 1:
             self._cut_phase()
         if not self.busy and not self._kicked:
             # start on the next event, so requests arriving at the same instant share a step
@@ -181,22 +189,24 @@ class Instance:
 
     def abort(self, seq: Seq) -> None:
         self.core.abort(seq)
+        if self._phase is not None and self._phase.limit is None:
+            self._phase.limit = 1
 
     def _start(self) -> None:
         step = self.core.schedule()
         if step is None:
             return
         end = self.kernel.now + self.core.perf.step_time(step.shape)
-        limit = self.core.phase_limit(step) if self._phases else 1
         self.busy = True
-        self._phase = Phase(step, [end], limit)
-        self._extend()
+        self._phase = Phase(step, [end], None if self._phases else 1)
+        self._version += 1
+        self.kernel.call_at(end, self._checkpoint, self._version)
 
     def _extend(self) -> None:
         """Compute the phase's step times up to the next event that might bring new work, and
         be called back at the last of them."""
         ph = self._phase
-        assert ph is not None
+        assert ph is not None and ph.limit is not None
         if len(ph.ends) < ph.limit:
             at_least = max(FIRST_CHECKPOINT_STEPS, 2 * len(ph.ends))
             self.core.extend_phase(ph.step, ph.ends, self.kernel.next_time(), at_least, ph.limit)
@@ -221,7 +231,9 @@ class Instance:
             return  # a phase that was cut short: its new end is scheduled
         ph = self._phase
         assert ph is not None
-        if not ph.cut and len(ph.ends) < ph.limit:
+        if not ph.cut and ph.limit is None:
+            ph.limit = self.core.phase_limit(ph.step)
+        if not ph.cut and len(ph.ends) < ph.limit:  # type: ignore[operator]
             self._extend()  # nothing new for this instance: the phase goes on
             return
         # stay busy while applying: sinks may submit new work, which must wait for _start
@@ -297,7 +309,7 @@ class Deployment:
             inst = self.instances[i]
             rec.instance = inst.name
             seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                      rec.progress)
+                      rec.progress, quiet=rec.quiet)
         rec._seq, rec._owner = seq, inst
         inst.submit(seq)
         return rec
@@ -329,7 +341,7 @@ class Deployment:
         t = self.kernel.now
         # the prefill's sampled token reaches the client with the KV
         seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                  rec.progress, remote_kv=True, already_output=1)
+                  rec.progress, remote_kv=True, already_output=1, quiet=rec.quiet)
         seq.first_at = t
         if req.max_tokens == 1:
             seq.done = True

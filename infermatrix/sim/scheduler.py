@@ -44,10 +44,11 @@ class Seq:
 
     __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
                  "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
-                 "first_at", "done", "aborted", "remote_kv", "rank")
+                 "first_at", "done", "aborted", "remote_kv", "rank", "quiet", "reported")
 
     def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
-                 sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0):
+                 sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0,
+                 quiet: bool = False):
         self.rid = rid
         self.prompt_len = prompt_len
         self.max_tokens = max_tokens
@@ -66,6 +67,10 @@ class Seq:
         self.aborted = False
         self.remote_kv = remote_kv  # KV arrives from a prefill instance: no prefill here
         self.rank = 0  # the attention-DP rank whose pool holds its KV
+        # quiet: nobody watches the tokens stream (virtual time, no token times), so the sink
+        # hears only of the first token and of the end, with the tokens since it last heard
+        self.quiet = quiet
+        self.reported = already_output
 
     @property
     def target(self) -> int:
@@ -311,13 +316,18 @@ class EngineCore:
             seq.num_output = output + g
             seq.num_computed = target + g - 1
             emitted += g
-            if seq.first_at < 0:
+            first = seq.first_at < 0
+            if first:
                 seq.first_at = t
             if g == left:
                 seq.done = True
                 finished.append(seq)
             if seq.sink is not None:
-                seq.sink(seq, g, t, None)
+                if not seq.quiet:
+                    seq.sink(seq, g, t, None)
+                elif first or seq.done:
+                    seq.sink(seq, output + g - seq.reported, t, None)
+                    seq.reported = output + g
         self.generation_tokens_total += emitted
         if finished:
             self._reap(finished)
@@ -483,15 +493,18 @@ class EngineCore:
             if seq.committed < len(seq.hashes):  # full prompt blocks to share
                 self._commit(seq)
             seq.num_output += g
-            if seq.first_at < 0:
+            starts = seq.first_at < 0
+            if starts:
                 seq.first_at = first
             if seq.num_output >= seq.max_tokens:
                 seq.done = True
                 finished.append(seq)
-            if seq.sink is not None:
+            if seq.sink is not None and (not seq.quiet or starts or seq.done):
                 times = shared if spec_times is None else spec_times[i]
                 if times is None and seq.num_output == g:  # its first token: at the first step
                     times = np.asarray(ends)
+                if seq.quiet:  # the tokens since the sink last heard
+                    g, seq.reported = seq.num_output - seq.reported, seq.num_output
                 seq.sink(seq, g, last, times)
         self.generation_tokens_total += emitted
         if finished:
