@@ -86,7 +86,10 @@ def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: 
     layer's capacity job module (``args.capacity_jobs.search_in_virtual_time``)."""
     levels = [j for j in jobs if j.capacity is None]
     search = getattr(getattr(args, "capacity_jobs", None), "search_in_virtual_time", None)
-    searches = [j for j in jobs if j.capacity is not None] if search is not None else []
+    # the largest deployments first: they hold the most agents, so their searches run longest
+    searches = sorted((j for j in jobs if j.capacity is not None and search is not None),
+                      key=lambda j: -(cat.recipes[j.recipe].total_gpus
+                                      if j.recipe in cat.recipes else 0))
     tasks = sum(len(j.concurrency) for j in levels) + len(searches)
     if not args.virtual or args.workers < 2 or tasks < 2:
         return None
