@@ -10,6 +10,7 @@ the file's metadata.
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from ..cpus import usable_cpus  # noqa: E402
 from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E402
 from ..results.records import Record  # noqa: E402
 from .style import THEMES, Theme, colours, markers  # noqa: E402
@@ -125,22 +127,51 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
 
 
 def write_plots(records: Sequence[Record], out_dir: Path, themes: Sequence[str] = ("light", "dark"),
-                formats: Sequence[str] = ("png", "svg")) -> dict[str, Path]:
-    """Every view × theme × format under ``out_dir``; returns {"<view>.<theme>.<fmt>": path}."""
+                formats: Sequence[str] = ("png", "svg"), workers: int | None = None
+                ) -> dict[str, Path]:
+    """Every view × theme × format under ``out_dir``; returns {"<view>.<theme>.<fmt>": path}.
+    The figures are drawn in ``workers`` processes (default: the usable CPUs), forked so they
+    share ``records``; drawing is the slow part of a report."""
+    global _shared_records
     out_dir.mkdir(parents=True, exist_ok=True)
+    tasks = [(view, name, out_dir, tuple(formats)) for view in VIEWS for name in themes]
+    workers = min(usable_cpus() if workers is None else workers, len(tasks))
+    if workers < 2 or multiprocessing.current_process().daemon:  # a pool's worker has no children
+        parts = [_write_view(records, *task) for task in tasks]
+    else:
+        _shared_records = records
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                parts = pool.starmap(_write_shared_view, tasks, chunksize=1)
+        finally:
+            _shared_records = ()
     written: dict[str, Path] = {}
-    for view in VIEWS:
-        for name in themes:
-            fig = view_figure(records, view, THEMES[name])
-            if fig is None:
-                continue
-            mark = simulated_mark(usable(records, *VIEWS[view]))
-            for fmt in formats:
-                path = out_dir / f"{view}.{name}.{fmt}"
-                fig.savefig(path, dpi=DPI, facecolor=fig.get_facecolor(),
-                            metadata=_metadata(fmt, mark))
-                written[path.name] = path
-            plt.close(fig)
+    for part in parts:  # in task order, as drawing them in turn gives
+        written.update(part)
+    return written
+
+
+_shared_records: Sequence[Record] = ()  # write_plots' records, inherited by its forked workers
+
+
+def _write_shared_view(view: str, theme: str, out_dir: Path, formats: tuple[str, ...]
+                       ) -> dict[str, Path]:
+    return _write_view(_shared_records, view, theme, out_dir, formats)
+
+
+def _write_view(records: Sequence[Record], view: str, theme: str, out_dir: Path,
+                formats: tuple[str, ...]) -> dict[str, Path]:
+    """One view in one theme, in every format (nothing when no record has its metrics)."""
+    fig = view_figure(records, view, THEMES[theme])
+    if fig is None:
+        return {}
+    mark = simulated_mark(usable(records, *VIEWS[view]))
+    written: dict[str, Path] = {}
+    for fmt in formats:
+        path = out_dir / f"{view}.{theme}.{fmt}"
+        fig.savefig(path, dpi=DPI, facecolor=fig.get_facecolor(), metadata=_metadata(fmt, mark))
+        written[path.name] = path
+    plt.close(fig)
     return written
 
 
