@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .config import SimConfig
+from .decode_batch import MIN_SEQS, DecodeBatch, is_quiet_decoder
 from .perf import BatchShape, PerfModel
 from .prefix_cache import BlockPool, RankPools
 
@@ -78,11 +78,28 @@ class Seq:
         return self.prompt_len + self.num_output
 
 
-@dataclass
 class Step:
-    entries: list[tuple[Seq, int, int]]  # (sequence, tokens computed, draft tokens)
-    shape: BatchShape
-    pure_decode: bool  # every sequence decodes (one token, plus drafts): no prefill chunk
+    """One step: its entries (sequence, tokens computed, draft tokens), its shape, and whether
+    every sequence decodes (one token, plus drafts: no prefill chunk). A step scheduled over a
+    DecodeBatch holds its decoders as a list and makes their entries only if asked."""
+
+    __slots__ = ("_entries", "shape", "pure_decode", "batched", "_decoders", "_draft")
+
+    def __init__(self, entries: list[tuple[Seq, int, int]], shape: BatchShape, pure_decode: bool,
+                 *, decoders: list[Seq] | None = None, draft: int = 0):
+        self._entries = entries  # after the decoders, if any
+        self.shape = shape
+        self.pure_decode = pure_decode
+        self.batched = decoders is not None
+        self._decoders = decoders
+        self._draft = draft
+
+    @property
+    def entries(self) -> list[tuple[Seq, int, int]]:
+        if self._decoders is not None:
+            self._entries = [(seq, 1, self._draft) for seq in self._decoders] + self._entries
+            self._decoders = None
+        return self._entries
 
 
 class EngineCore:
@@ -103,6 +120,7 @@ class EngineCore:
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
         self.watermark = int(cfg.num_blocks // ranks * ADMISSION_WATERMARK)  # per rank
+        self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
         # counters for /metrics
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -119,6 +137,7 @@ class EngineCore:
         """The client went away: free its KV now (a step in flight skips it)."""
         if seq.done:
             return
+        self.leave_batch()
         seq.aborted = seq.done = True
         if seq in self.running:
             self.running.remove(seq)
@@ -140,7 +159,21 @@ class EngineCore:
 
     # ------------------------------------------------------------------ one step
 
+    def leave_batch(self) -> None:
+        """Back to one sequence at a time: the sequences' own counters brought up to date."""
+        if self._batch is not None:
+            self._batch.write_back(self.running)
+            self._batch = None
+
     def schedule(self) -> Step | None:
+        running = self.running
+        if (self._batch is None and len(running) >= MIN_SEQS
+                and all(map(is_quiet_decoder, running))):
+            self._batch = DecodeBatch(running)
+        if self._batch is not None:
+            step = self._schedule_batch()
+            if step is not None:
+                return step
         budget = self.cfg.max_num_batched_tokens
         entries: list[tuple[Seq, int, int]] = []
         pools = self.pools
@@ -201,6 +234,103 @@ class EngineCore:
             if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
                 pure = False
         return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts), pure)
+
+    def _schedule_batch(self) -> Step | None:
+        """schedule() over the DecodeBatch, or None after leaving it (a step that would not
+        give every decoder its token, or would preempt, is schedule()'s to make)."""
+        b = self._batch
+        assert b is not None
+        running, pools, spec = self.running, self.pools, self.draft
+        m = len(running)
+        budget = self.cfg.max_num_batched_tokens
+        if m > budget:
+            self.leave_batch()
+            return None
+        need = -(-(b.computed + 1 + spec) // self.bs) - b.blocks
+        grow = np.flatnonzero(need > 0)
+        if grow.size:
+            totals = np.bincount(b.rank[grow], weights=need[grow], minlength=len(pools))
+            if any(t > pool.free_blocks for t, pool in zip(totals.tolist(), pools, strict=True)):
+                self.leave_batch()
+                return None
+            for i in grow.tolist():  # one sequence after another, as schedule() takes them
+                seq = running[i]
+                seq.blocks += pools[seq.rank].allocate(int(need[i]))  # type: ignore[operator]
+            b.blocks[grow] += need[grow]
+        decoders = list(running)
+        admitted: list[tuple[Seq, int, int]] = []
+        self._admit(admitted, budget - m)
+        # every decoder computes one token on top of its context (integer sums: exact)
+        kv_read = int(b.computed.sum()) + m
+        tokens, drafts, pairs, pure = m, m * spec, float(kv_read), True
+        for seq, n, draft in admitted:
+            done = seq.num_computed
+            tokens += n
+            drafts += draft
+            kv_read += done + n
+            pairs += n * done + n * (n + 1) / 2
+            if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
+                pure = False
+            if self._batch is not None:
+                if n == 1 and draft == spec and is_quiet_decoder(seq):
+                    self._batch.append(seq)
+                else:  # not a decoder: the batch is left with the counters as they are now
+                    b.write_back(decoders)
+                    self._batch = None
+        return Step(admitted, BatchShape(tokens, m + len(admitted), kv_read, pairs, drafts),
+                    pure, decoders=decoders, draft=spec)
+
+    def _finish_batch(self, t: float) -> None:
+        """finish() of a step scheduled over the DecodeBatch (and still over it)."""
+        b = self._batch
+        assert b is not None and len(b) == len(self.running)
+        running = self.running
+        self.steps_total += 1
+        b.computed += 1
+        if b.uncommitted:  # their prompt blocks become shareable, as finish() commits them
+            for i in b.uncommitted:
+                seq = running[i]
+                seq.num_computed = int(b.computed[i])
+                self._commit(seq)
+            b.uncommitted = [i for i in b.uncommitted
+                             if running[i].committed < len(running[i].hashes)]
+        target = b.computed  # = prompt + output: each sampled a token
+        if self.draft:  # finish()'s credit recursion, element by element (the same floats)
+            credit = b.credit + self.accept_mean
+            accepted = np.minimum(credit.astype(np.int64), self.draft)
+            b.credit = credit - accepted
+            gain = accepted + 1
+        else:
+            gain = np.ones(len(b), np.int64)
+        left = b.max_tokens - b.output
+        gain = np.minimum(gain, left)
+        b.output += gain
+        b.computed = target + gain - 1
+        self.generation_tokens_total += int(gain.sum())
+        ends = gain == left
+        if not ends.any():
+            return
+        at = np.flatnonzero(ends).tolist()
+        b.write_back(running, at)
+        finished = [running[i] for i in at]
+        for seq in finished:  # in running order, as finish() calls them
+            seq.done = True
+            if seq.sink is not None:
+                seq.sink(seq, seq.num_output - seq.reported, t, None)
+                seq.reported = seq.num_output
+        if self._batch is not b:  # a sink made the batch be left
+            self._reap(finished)
+            return
+        for seq in finished:
+            self.pools[seq.rank].release(seq.blocks)
+            self.rank_seqs[seq.rank] -= 1
+            seq.blocks = []
+            self.finished_total += 1
+        keep = ~ends
+        self.running = [seq for seq, kept in zip(running, keep.tolist(), strict=True) if kept]
+        b.keep(keep)
+        if len(self.running) < MIN_SEQS:
+            self.leave_batch()
 
     def _last_on_rank(self, rank: int) -> Seq:
         running = self.running
@@ -287,6 +417,9 @@ class EngineCore:
 
     def finish(self, step: Step, t: float) -> None:
         """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
+        if step.batched and self._batch is not None:
+            self._finish_batch(t)
+            return
         self.steps_total += 1
         finished: list[Seq] = []
         emitted = 0
@@ -368,20 +501,32 @@ class EngineCore:
         in which the last prefill chunks complete (the batch decodes from the next step on)
         starts a phase too: each of its sequences emits one token in it, as a decode does."""
         seqs = self.running
-        if (len(step.entries) != len(seqs) or len(seqs) > self.cfg.max_num_batched_tokens
+        b = self._batch if step.batched else None  # over a DecodeBatch: read from its arrays
+        if (len(b if b is not None else step.entries) != len(seqs)
+                or len(seqs) > self.cfg.max_num_batched_tokens
                 or (self.waiting and len(seqs) < self.cfg.max_num_seqs)
                 or not (step.pure_decode or self._prefills_complete(step))):
             return 1
         per_step = self.tokens_per_step
-        left = min([s.max_tokens - s.num_output for s in seqs])
+        if b is not None:
+            left = int((b.max_tokens - b.output).min())
+        else:
+            left = min([s.max_tokens - s.num_output for s in seqs])
         # with drafts, stop before any sequence could reach its end mid-phase; without, the
         # last step may finish sequences (finish_streak handles that exactly)
         k = int((left - 1) / per_step) if self.draft else left
         if k > 1:
             # tokens computed as if the first step had been a decode (a prefill chunk of n
-            # tokens counts n - 1 more)
-            held = [(s.num_computed + n - 1, len(s.blocks), s.rank) for s, n, _ in step.entries]
-            while k > 1 and not self._streak_fits(held, k, per_step):
+            # tokens counts n - 1 more), blocks held, rank
+            if b is not None:  # (decoders: n = 1)
+                held = (b.computed, b.blocks, b.rank)
+            else:
+                size = len(step.entries)
+                held = (np.fromiter((s.num_computed + n - 1 for s, n, _ in step.entries),
+                                    np.int64, size),
+                        np.fromiter((len(s.blocks) for s, _, _ in step.entries), np.int64, size),
+                        np.fromiter((s.rank for s, _, _ in step.entries), np.int64, size))
+            while k > 1 and not self._streak_fits(*held, k, per_step):
                 k //= 2
         return max(k, 1)
 
@@ -432,20 +577,19 @@ class EngineCore:
             # the steps still needed to reach the horizon, at the latest (longest) step time
             n = int((horizon - ends[-1]) / durations[-1]) + 1 if horizon < math.inf else limit
 
-    def _streak_fits(self, held: Sequence[tuple[int, int, int]], k: int, per_step: float) -> bool:
+    def _streak_fits(self, computed: np.ndarray, blocks: np.ndarray, rank: np.ndarray, k: int,
+                     per_step: float) -> bool:
         """Whether every rank's free blocks cover what its sequences (tokens computed, blocks
-        held, rank) may need beyond what they hold after ``k`` more steps."""
+        held, rank: one array each) may need beyond what they hold after ``k`` more steps."""
         grow = int(k * per_step) + 1 + self.draft
-        bs = self.bs
-        need = [0] * len(self.pools)
-        for computed, blocks, rank in held:
-            extra = -(-(computed + grow) // bs) - blocks
-            if extra > 0:
-                need[rank] += extra
-        return all(n <= p.free_blocks for n, p in zip(need, self.pools, strict=True))
+        extra = -(-(computed + grow) // self.bs) - blocks
+        short = extra > 0
+        need = np.bincount(rank[short], weights=extra[short], minlength=len(self.pools))
+        return all(n <= p.free_blocks for n, p in zip(need.tolist(), self.pools, strict=True))
 
     def finish_streak(self, step: Step, ends: Sequence[float], want_times: bool = True) -> None:
         """Apply ``len(ends)`` decode steps of a phase at once (see phase_limit)."""
+        self.leave_batch()
         k = len(ends)
         self.steps_total += k
         pools, bs, spec = self.pools, self.bs, self.draft
