@@ -104,6 +104,9 @@ class SimConfig:
     matmul_dtype: str = "bf16"
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
+    # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
+    # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
+    kv_pool_bytes_per_token: float = 0.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -165,8 +168,10 @@ class SimConfig:
 
     @property
     def kv_capacity_tokens(self) -> int:
-        """Tokens of KV one instance can hold: (HBM × fraction − weights) / KV bytes per token."""
-        return max(0, int(self.kv_bytes_per_gpu * self.kv_shards / self.kv_bytes_per_token))
+        """Tokens of KV one instance can hold: (HBM × fraction − weights) / KV bytes per token
+        (the engine's pool bytes where its layout differs from the model's latent)."""
+        per_token = self.kv_pool_bytes_per_token or self.kv_bytes_per_token
+        return max(0, int(self.kv_bytes_per_gpu * self.kv_shards / per_token))
 
     @property
     def num_blocks(self) -> int:
@@ -302,6 +307,7 @@ class SimConfig:
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads,
+            kv_pool_bytes_per_token=_engine_pool_bytes(engine, mdl, spec_draft_tokens > 0),
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -381,6 +387,17 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[value], value
+
+
+def _engine_pool_bytes(engine: str, mdl: Model, speculative: bool) -> float:
+    """KV pool bytes per token of capacity where the engine lays DeepSeek V4's hybrid attention
+    out in pools of its own (docs/sim.md, "KV cache"); 0 where one latent entry a token holds."""
+    arch = default_tables().architectures
+    pool = arch.compressed_kv_pools.get(engine)  # type: ignore[call-overload]
+    if pool is None or mdl.attention != "mla-compressed":
+        return 0.0
+    csa_layers = round(arch.csa_share * mdl.layers)
+    return pool.bytes_per_token(mdl.layers, csa_layers, arch.csa_ratio, speculative)
 
 
 def _kv_dtype(value: str | None) -> str:
