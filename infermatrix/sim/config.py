@@ -142,10 +142,14 @@ class SimConfig:
     @property
     def weight_bytes_per_gpu(self) -> float:
         """Weights on the fullest GPU: routed experts over the expert shards, the rest over
-        the attention TP group (replicated per attention-DP rank)."""
+        the attention TP group (replicated per attention-DP rank), plus a speculative draft
+        layer."""
         experts = self.expert_params
-        return self.bytes_per_param * (experts / self.expert_shards
-                                       + (self.total_params - experts) / self.dense_shards)
+        target = self.bytes_per_param * (experts / self.expert_shards
+                                         + (self.total_params - experts) / self.dense_shards)
+        # an MTP/EAGLE draft is one more decoder layer of the target's make (DeepSeek's
+        # num_nextn_predict_layers 1), loaded inside the same static memory share
+        return target * (1 + 1 / self.layers) if self.spec_draft_tokens else target
 
     @property
     def expert_params(self) -> float:
