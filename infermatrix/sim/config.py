@@ -286,6 +286,7 @@ class SimConfig:
         rank_scale = dp if attention_dp and per_rank_limits else 1
         if graph_max_tokens > 0:
             graph_max_seqs = graph_max_tokens // (1 + spec_draft_tokens)
+        pool_bytes, pool_page = _engine_pool(engine, mdl, spec_draft_tokens > 0)
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -301,7 +302,7 @@ class SimConfig:
             max_num_seqs=(max_num_seqs or tuning.max_num_seqs) * rank_scale,
             max_num_batched_tokens=(max_num_batched_tokens or tuning.max_num_batched_tokens) * rank_scale,
             memory_fraction=memory_fraction or tuning.memory_fraction,
-            block_size=block_size or tuning.block_size, prefix_caching=prefix_caching,
+            block_size=block_size or pool_page or tuning.block_size, prefix_caching=prefix_caching,
             spec_draft_tokens=spec_draft_tokens,
             spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
                              else spec_acceptance) if spec_draft_tokens else 0.0,
@@ -311,7 +312,7 @@ class SimConfig:
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads,
-            kv_pool_bytes_per_token=_engine_pool_bytes(engine, mdl, spec_draft_tokens > 0),
+            kv_pool_bytes_per_token=pool_bytes,
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -393,15 +394,16 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
     return table[value], value
 
 
-def _engine_pool_bytes(engine: str, mdl: Model, speculative: bool) -> float:
-    """KV pool bytes per token of capacity where the engine lays DeepSeek V4's hybrid attention
-    out in pools of its own (docs/sim.md, "KV cache"); 0 where one latent entry a token holds."""
+def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:
+    """Where the engine lays DeepSeek V4's hybrid attention out in KV pools of its own
+    (docs/sim.md, "KV cache"): its bytes per token of capacity and its page size; (0, None)
+    where one latent entry a token holds."""
     arch = default_tables().architectures
     pool = arch.compressed_kv_pools.get(engine)  # type: ignore[call-overload]
     if pool is None or mdl.attention != "mla-compressed":
-        return 0.0
+        return 0.0, None
     csa_layers = round(arch.csa_share * mdl.layers)
-    return pool.bytes_per_token(mdl.layers, csa_layers, arch.csa_ratio, speculative)
+    return pool.bytes_per_token(mdl.layers, csa_layers, arch.csa_ratio, speculative), pool.page_size
 
 
 def _kv_dtype(value: str | None) -> str:

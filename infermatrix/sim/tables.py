@@ -102,6 +102,8 @@ class CompressedKVPool(_Strict):
     """rings grow by this factor under speculative decoding (room for draft tokens)"""
     draft_layers: Annotated[int, Field(ge=0)] = 0
     """layers of the speculative draft model whose pool is sized with the target's"""
+    page_size: Annotated[int, Field(ge=1)] | None = None
+    """tokens a KV page holds (and prefix matches go by) where the recipe sets none"""
     source: Source
 
     def bytes_per_token(self, layers: int, csa_layers: int, csa_ratio: int, speculative: bool) -> float:

@@ -96,6 +96,7 @@ def test_sglang_sizes_deepseek_v4_kv_by_its_own_pools() -> None:
     assert h200.kv_pool_bytes_per_token == pytest.approx(38937, rel=1e-3)
     assert h200.kv_bytes_per_token == 7808  # what attention reads per token is unchanged
     assert h200.kv_capacity_tokens == int(h200.kv_bytes_per_gpu / h200.kv_pool_bytes_per_token)
+    assert h200.block_size == 256  # SGLang's DeepSeek V4 page, where the recipe sets none
     plain = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "w4a16", tp=8, engine="sglang",
                                  memory_fraction=0.88)
     assert plain.kv_pool_bytes_per_token == pytest.approx(23691, rel=1e-3)
