@@ -104,6 +104,9 @@ class SimConfig:
     matmul_dtype: str = "bf16"
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
+    # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
+    # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
+    kv_pool_bytes_per_token: float = 0.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -139,10 +142,14 @@ class SimConfig:
     @property
     def weight_bytes_per_gpu(self) -> float:
         """Weights on the fullest GPU: routed experts over the expert shards, the rest over
-        the attention TP group (replicated per attention-DP rank)."""
+        the attention TP group (replicated per attention-DP rank), plus a speculative draft
+        layer."""
         experts = self.expert_params
-        return self.bytes_per_param * (experts / self.expert_shards
-                                       + (self.total_params - experts) / self.dense_shards)
+        target = self.bytes_per_param * (experts / self.expert_shards
+                                         + (self.total_params - experts) / self.dense_shards)
+        # an MTP/EAGLE draft is one more decoder layer of the target's make (DeepSeek's
+        # num_nextn_predict_layers 1), loaded inside the same static memory share
+        return target * (1 + 1 / self.layers) if self.spec_draft_tokens else target
 
     @property
     def expert_params(self) -> float:
@@ -165,8 +172,10 @@ class SimConfig:
 
     @property
     def kv_capacity_tokens(self) -> int:
-        """Tokens of KV one instance can hold: (HBM × fraction − weights) / KV bytes per token."""
-        return max(0, int(self.kv_bytes_per_gpu * self.kv_shards / self.kv_bytes_per_token))
+        """Tokens of KV one instance can hold: (HBM × fraction − weights) / KV bytes per token
+        (the engine's pool bytes where its layout differs from the model's latent)."""
+        per_token = self.kv_pool_bytes_per_token or self.kv_bytes_per_token
+        return max(0, int(self.kv_bytes_per_gpu * self.kv_shards / per_token))
 
     @property
     def num_blocks(self) -> int:
@@ -277,6 +286,7 @@ class SimConfig:
         rank_scale = dp if attention_dp and per_rank_limits else 1
         if graph_max_tokens > 0:
             graph_max_seqs = graph_max_tokens // (1 + spec_draft_tokens)
+        pool_bytes, pool_page = _engine_pool(engine, mdl, spec_draft_tokens > 0)
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -292,7 +302,7 @@ class SimConfig:
             max_num_seqs=(max_num_seqs or tuning.max_num_seqs) * rank_scale,
             max_num_batched_tokens=(max_num_batched_tokens or tuning.max_num_batched_tokens) * rank_scale,
             memory_fraction=memory_fraction or tuning.memory_fraction,
-            block_size=block_size or tuning.block_size, prefix_caching=prefix_caching,
+            block_size=block_size or pool_page or tuning.block_size, prefix_caching=prefix_caching,
             spec_draft_tokens=spec_draft_tokens,
             spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
                              else spec_acceptance) if spec_draft_tokens else 0.0,
@@ -302,6 +312,7 @@ class SimConfig:
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads,
+            kv_pool_bytes_per_token=pool_bytes,
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -381,6 +392,18 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[value], value
+
+
+def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:
+    """Where the engine lays DeepSeek V4's hybrid attention out in KV pools of its own
+    (docs/sim.md, "KV cache"): its bytes per token of capacity and its page size; (0, None)
+    where one latent entry a token holds."""
+    arch = default_tables().architectures
+    pool = arch.compressed_kv_pools.get(engine)  # type: ignore[call-overload]
+    if pool is None or mdl.attention != "mla-compressed":
+        return 0.0, None
+    csa_layers = round(arch.csa_share * mdl.layers)
+    return pool.bytes_per_token(mdl.layers, csa_layers, arch.csa_ratio, speculative), pool.page_size
 
 
 def _kv_dtype(value: str | None) -> str:

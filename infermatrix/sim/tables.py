@@ -77,6 +77,50 @@ class AcceptanceRow(_Strict):
     source: Source
 
 
+class CompressedKVPool(_Strict):
+    """How an engine sizes its KV pool for DeepSeek V4's hybrid attention (``mla-compressed``):
+    bytes it reserves per token of capacity, summed over the pools it carves from that
+    capacity (the sliding-window pool, the compressed CSA and HCA entries, the indexer keys,
+    and the compressors' running states)."""
+
+    swa_tokens_ratio: Share
+    """sliding-window pool size as a share of the token capacity"""
+    entry_bytes: Annotated[int, Field(ge=1)]
+    """one cached KV entry of one layer (window or compressed)"""
+    indexer_entry_bytes: Annotated[int, Field(ge=0)]
+    """one compressed indexer key (CSA layers)"""
+    csa_state_bytes: Annotated[int, Field(ge=0)]
+    """one CSA compressor state row (attention + indexer), per CSA layer"""
+    hca_state_bytes: Annotated[int, Field(ge=0)]
+    """one HCA compressor state row, per HCA layer"""
+    hca_ratio: Annotated[int, Field(ge=1)]
+    state_page: Annotated[int, Field(ge=1)]
+    """sliding-window page the state rings are counted per"""
+    csa_ring: Annotated[int, Field(ge=1)]
+    hca_ring: Annotated[int, Field(ge=1)]
+    spec_ring_factor: Annotated[int, Field(ge=1)] = 1
+    """rings grow by this factor under speculative decoding (room for draft tokens)"""
+    draft_layers: Annotated[int, Field(ge=0)] = 0
+    """layers of the speculative draft model whose pool is sized with the target's"""
+    page_size: Annotated[int, Field(ge=1)] | None = None
+    """tokens a KV page holds (and prefix matches go by) where the recipe sets none"""
+    source: Source
+
+    def bytes_per_token(self, layers: int, csa_layers: int, csa_ratio: int, speculative: bool) -> float:
+        """Bytes reserved per token of capacity on each GPU holding the whole latent."""
+        hca_layers = layers - csa_layers
+        ring = self.spec_ring_factor if speculative else 1
+        per_token = (self.swa_tokens_ratio * self.entry_bytes * layers
+                     + (self.entry_bytes + self.indexer_entry_bytes) * csa_layers / csa_ratio
+                     + self.entry_bytes * hca_layers / self.hca_ratio
+                     + self.swa_tokens_ratio / self.state_page * ring
+                     * (self.csa_ring * self.csa_state_bytes * csa_layers
+                        + self.hca_ring * self.hca_state_bytes * hca_layers))
+        if speculative and self.draft_layers:
+            per_token *= (layers + self.draft_layers) / layers
+        return per_token
+
+
 class Architectures(_Strict):
     sparse_topk: Annotated[int, Field(ge=1)]
     sparse_topk_source: Source
@@ -97,6 +141,9 @@ class Architectures(_Strict):
     mla_qk_head: Annotated[int, Field(ge=1)]
     mla_v_head: Annotated[int, Field(ge=1)]
     mla_source: Source
+    compressed_kv_pools: dict[Literal["vllm", "sglang", "trtllm"], CompressedKVPool] = {}
+    """engines whose DeepSeek V4 KV pool is not one latent entry per token (the model's
+    ``kv_bytes_per_token``) but the layout above"""
 
 
 class EfficiencyTables(_Strict):

@@ -14,13 +14,17 @@ def test_attention_dp_replicates_everything_but_the_routed_experts_per_rank() ->
     cat = catalog()
     ascend = SimConfig.from_recipe(cat, "deepseek-v3.2/ascend-910c-sglang-w8a8-1p1d")
     # decode pool: TP32 with attention DP8, EP32: experts over 32 dies, the rest over the
-    # attention TP group of 4 (int8, one byte a parameter)
+    # attention TP group of 4 (int8, one byte a parameter), and its MTP draft layer: one more
+    # layer of the same make
     experts = ascend.expert_params
     assert ascend.expert_shards == 32 and ascend.dense_shards == 4
-    assert ascend.weight_bytes_per_gpu == pytest.approx(experts / 32 + (671e9 - experts) / 4)
+    assert ascend.spec_draft_tokens > 0
+    assert ascend.weight_bytes_per_gpu == pytest.approx(
+        (experts / 32 + (671e9 - experts) / 4) * (1 + 1 / ascend.layers))
     assert ascend.kv_ranks == 8
-    # the prefill pool (plain TP32) splits everything 32 ways and has one KV pool
-    assert ascend.prefill.weight_bytes_per_gpu == pytest.approx(671e9 / 32)
+    # the prefill pool (plain TP32, with the same draft) splits everything 32 ways and has one
+    # KV pool
+    assert ascend.prefill.weight_bytes_per_gpu == pytest.approx(671e9 / 32 * (1 + 1 / 61))
     assert ascend.prefill.kv_ranks == 1
     assert ascend.weight_bytes_per_gpu > 1.15 * ascend.prefill.weight_bytes_per_gpu
     # a dense model without attention DP: all of it over tp
@@ -81,3 +85,22 @@ def test_a_later_turn_goes_to_the_rank_that_caches_its_prefix() -> None:
     ]
     res = simulate(cfg, reqs).results
     assert res[2].cached_tokens >= 4096
+
+
+def test_sglang_sizes_deepseek_v4_kv_by_its_own_pools() -> None:
+    """SGLang carves DeepSeek V4's KV capacity into a window pool, compressed entries, indexer
+    keys and compressor states: ~38.9 KB a token for V4 Pro with an EAGLE draft (~23.7 KB
+    without), five times the 7.8 KB latent the attention reads and other engines hold."""
+    cat = catalog()
+    h200 = SimConfig.from_recipe(cat, "deepseek-v4-pro/h200-sglang-w4a16")
+    assert h200.kv_pool_bytes_per_token == pytest.approx(38937, rel=1e-3)
+    assert h200.kv_bytes_per_token == 7808  # what attention reads per token is unchanged
+    assert h200.kv_capacity_tokens == int(h200.kv_bytes_per_gpu / h200.kv_pool_bytes_per_token)
+    assert h200.block_size == 256  # SGLang's DeepSeek V4 page, where the recipe sets none
+    plain = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "w4a16", tp=8, engine="sglang",
+                                 memory_fraction=0.88)
+    assert plain.kv_pool_bytes_per_token == pytest.approx(23691, rel=1e-3)
+    vllm = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "w4a16", tp=8, engine="vllm",
+                                memory_fraction=0.88)
+    assert vllm.kv_pool_bytes_per_token == 0
+    assert vllm.kv_capacity_tokens > 3 * plain.kv_capacity_tokens
