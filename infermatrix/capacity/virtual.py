@@ -127,13 +127,15 @@ class _Lanes:
             for t in range(start):  # earlier turns already in the context (mid-session start)
                 self._add(context, session, cid, t)
             delta = session.context == "delta"
-            hasher, hashed = SegmentHasher(self.bs), 0  # delta: what the prompts share grows
+            # delta: the prompt grows turn by turn; its first `hashed` segments (`held` tokens)
+            # are hashed already
+            hasher, hashed, held = SegmentHasher(self.bs), 0, 0
             for t in range(start, len(session.turns)):
                 if enough():
                     return
                 turn = session.turns[t]
                 grown = self._add(list(context) if delta else [], session, cid, t, answer=False)
-                tokens = sum(n for _, n in grown)
+                tokens = held + sum(n for _, n in grown[hashed:])
                 if (self.s.max_context_tokens
                         and tokens + turn.output_tokens > self.s.max_context_tokens):
                     delay = 0.0  # the client ends the session and starts the next one at once
@@ -141,7 +143,7 @@ class _Lanes:
                 if delta:  # grown extends the prompt hashed so far
                     for ident, n in grown[hashed:]:
                         hasher.add(ident, n)
-                    hashed, hashes = len(grown), hasher.hashes
+                    hashed, held, hashes = len(grown), tokens, hasher.hashes
                 else:
                     hashes = segment_hashes(grown, self.bs)
                 reqs.append(SimRequest(tokens, turn.output_tokens, hashes=hashes, session=cid,

@@ -13,15 +13,13 @@ when the sweep ends, however it ends; a level nobody asks for is never waited fo
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 from collections.abc import Callable, Iterable
 from multiprocessing.pool import AsyncResult
 from typing import Any
 
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
-from .job import STOP_SIGNALS
+from ..workers import fork_pool
 
 _catalog: Catalog | None = None  # a worker's catalog, inherited from the sweep at the fork
 
@@ -29,9 +27,6 @@ _catalog: Catalog | None = None  # a worker's catalog, inherited from the sweep 
 def _init_worker(cat: Catalog) -> None:
     global _catalog
     _catalog = cat
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: main decides
-    for sig in STOP_SIGNALS:  # the sweep's handlers unwind its teardown; a worker just ends
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def _measure(job: Job, conc: int) -> dict[str, Any]:
@@ -53,8 +48,8 @@ class LevelPool:
 
     def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int, *,
                  searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None):
-        ctx = multiprocessing.get_context("fork")  # the catalog is shared, not pickled
-        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(cat,))
+        # forked: the catalog is shared, not pickled; the sweep's signal handlers are not
+        self._pool = fork_pool(workers, _init_worker, (cat,))
         self._searches: dict[str, AsyncResult[Any]] = {
             job.id: self._pool.apply_async(_search, (search, job))
             for job in searches} if search is not None else {}

@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from ..cpus import usable_cpus  # noqa: E402
 from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E402
 from ..results.records import Record  # noqa: E402
+from ..workers import fork_pool  # noqa: E402
 from .style import THEMES, Theme, colours, markers  # noqa: E402
 
 SIMULATED_COLOUR = "#d1242f"
@@ -141,7 +142,7 @@ def write_plots(records: Sequence[Record], out_dir: Path, themes: Sequence[str] 
     else:
         _shared_records = records
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            with fork_pool(workers) as pool:
                 parts = pool.starmap(_write_shared_view, tasks, chunksize=1)
         finally:
             _shared_records = ()

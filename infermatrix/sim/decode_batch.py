@@ -54,17 +54,17 @@ class DecodeBatch:
     def __len__(self) -> int:
         return len(self.computed)
 
-    def append(self, seq: Seq) -> None:
-        """A decoder admitted behind the others (a few a step: copying is cheap)."""
-        if seq.committed < len(seq.hashes):
-            self.uncommitted.append(len(self))
-        self.computed = np.append(self.computed, seq.num_computed)
-        self.output = np.append(self.output, seq.num_output)
-        self.max_tokens = np.append(self.max_tokens, seq.max_tokens)
-        self.prompt = np.append(self.prompt, seq.prompt_len)
-        self.credit = np.append(self.credit, seq.credit)
-        self.blocks = np.append(self.blocks, len(seq.blocks))
-        self.rank = np.append(self.rank, seq.rank)
+    def extend(self, seqs: Sequence[Seq]) -> None:
+        """Decoders admitted behind the others (a few a step: copying the arrays is cheap)."""
+        n = len(self)
+        self.uncommitted += [n + i for i, s in enumerate(seqs) if s.committed < len(s.hashes)]
+        self.computed = np.append(self.computed, [s.num_computed for s in seqs])
+        self.output = np.append(self.output, [s.num_output for s in seqs])
+        self.max_tokens = np.append(self.max_tokens, [s.max_tokens for s in seqs])
+        self.prompt = np.append(self.prompt, [s.prompt_len for s in seqs])
+        self.credit = np.append(self.credit, [s.credit for s in seqs])
+        self.blocks = np.append(self.blocks, [len(s.blocks) for s in seqs])
+        self.rank = np.append(self.rank, [s.rank for s in seqs])
 
     def keep(self, mask: np.ndarray) -> None:
         """Drop the sequences where ``mask`` is False (they finished)."""

@@ -271,12 +271,14 @@ class EngineCore:
             pairs += n * done + n * (n + 1) / 2
             if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
                 pure = False
-            if self._batch is not None:
-                if n == 1 and draft == spec and is_quiet_decoder(seq):
-                    self._batch.append(seq)
-                else:  # not a decoder: the batch is left with the counters as they are now
-                    b.write_back(decoders)
-                    self._batch = None
+        if admitted:
+            joining = [seq for seq, n, draft in admitted
+                       if n == 1 and draft == spec and is_quiet_decoder(seq)]
+            if len(joining) == len(admitted):
+                b.extend(joining)
+            else:  # not all decoders: the batch is left with the counters as they are now
+                b.write_back(decoders)
+                self._batch = None
         return Step(admitted, BatchShape(tokens, m + len(admitted), kv_read, pairs, drafts),
                     pure, decoders=decoders, draft=spec)
 
