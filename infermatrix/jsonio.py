@@ -35,8 +35,11 @@ def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> Path:
     return path
 
 
-def write_json_atomic(path: Path, data: Any) -> Path:
-    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> Path:
+    """``indent=None``: one line, written by json's C encoder (with an indent, json encodes in
+    Python, several times slower: for files rewritten often)."""
+    return write_text_atomic(path, json.dumps(data, indent=indent, sort_keys=False, default=str)
+                             + "\n")
 
 
 # Integers a result can hold: what SQLite stores (a larger count is a corrupt file anyway).
