@@ -4,7 +4,10 @@ A forked worker inherits its parent's signal handlers. The sweep's turn SIGTERM 
 exception and then ignore it (launch/job.py), so a worker forked after that could neither be
 stopped by ``Pool.terminate()`` (its SIGTERM) nor die of its first one: the pool's join would
 wait forever. Here every worker ignores Ctrl-C (it reaches the whole process group; the parent
-decides) and dies of SIGTERM and SIGHUP.
+decides) and dies of SIGTERM and SIGHUP. Those two are blocked while the pool forks, and a
+worker unblocks them only once its own dispositions are set: a SIGTERM that reaches a worker
+before then (a loaded machine can take long to run a fresh process; a pool may be terminated
+at once) stays pending and kills it then, instead of being lost to the inherited "ignore".
 """
 
 from __future__ import annotations
@@ -19,13 +22,23 @@ from typing import Any
 def fork_pool(workers: int, initializer: Callable[..., None] | None = None,
               initargs: tuple[Any, ...] = ()) -> Pool:
     """A pool of ``workers`` forked processes (they share what the parent has loaded)."""
-    return multiprocessing.get_context("fork").Pool(
-        workers, initializer=_init_worker, initargs=(initializer, initargs))
+    # blocked in this thread while forking: the pool's own threads, which fork replacements
+    # for workers that end, are made now and keep this mask
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
+    try:
+        return multiprocessing.get_context("fork").Pool(
+            workers, initializer=_init_worker, initargs=(initializer, initargs))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_STOP = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _init_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in _STOP:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)  # a SIGTERM pending since the fork: now
     if initializer is not None:
         initializer(*initargs)
