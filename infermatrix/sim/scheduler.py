@@ -102,6 +102,21 @@ class Step:
         return self._entries
 
 
+def _with_entries(entries: Sequence[tuple[Seq, int, int]], tokens: int, drafts: int, kv_read: int,
+                  pairs: float, pure: bool) -> tuple[int, int, int, float, bool]:
+    """A step's shape sums (tokens, drafts, KV read, attention pairs, all decoding) with
+    ``entries`` (sequence, tokens computed, drafts) added, in their order."""
+    for seq, n, draft in entries:
+        done = seq.num_computed
+        tokens += n
+        drafts += draft
+        kv_read += done + n
+        pairs += n * done + n * (n + 1) / 2
+        if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
+            pure = False
+    return tokens, drafts, kv_read, pairs, pure
+
+
 class EngineCore:
     def __init__(self, cfg: SimConfig, perf: PerfModel | None = None):
         self.cfg = cfg
@@ -225,14 +240,8 @@ class EngineCore:
             budget = self._admit(entries, budget)
         if not entries:
             return None
-        for seq, n, draft in entries[kept:]:
-            done = seq.num_computed
-            tokens += n
-            drafts += draft
-            kv_read += done + n
-            pairs += n * done + n * (n + 1) / 2
-            if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
-                pure = False
+        tokens, drafts, kv_read, pairs, pure = _with_entries(
+            entries[kept:], tokens, drafts, kv_read, pairs, pure)
         return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts), pure)
 
     def _schedule_batch(self) -> Step | None:
@@ -262,15 +271,8 @@ class EngineCore:
         self._admit(admitted, budget - m)
         # every decoder computes one token on top of its context (integer sums: exact)
         kv_read = int(b.computed.sum()) + m
-        tokens, drafts, pairs, pure = m, m * spec, float(kv_read), True
-        for seq, n, draft in admitted:
-            done = seq.num_computed
-            tokens += n
-            drafts += draft
-            kv_read += done + n
-            pairs += n * done + n * (n + 1) / 2
-            if n != 1 or done + 1 != seq.prompt_len + seq.num_output:
-                pure = False
+        tokens, drafts, kv_read, pairs, pure = _with_entries(
+            admitted, m, m * spec, kv_read, float(kv_read), True)
         if admitted:
             joining = [seq for seq, n, draft in admitted
                        if n == 1 and draft == spec and is_quiet_decoder(seq)]
