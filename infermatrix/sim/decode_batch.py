@@ -44,7 +44,6 @@ class DecodeBatch:
         self.computed = np.fromiter((s.num_computed for s in seqs), np.int64, n)
         self.output = np.fromiter((s.num_output for s in seqs), np.int64, n)
         self.max_tokens = np.fromiter((s.max_tokens for s in seqs), np.int64, n)
-        self.prompt = np.fromiter((s.prompt_len for s in seqs), np.int64, n)
         self.credit = np.fromiter((s.credit for s in seqs), np.float64, n)
         self.blocks = np.fromiter((len(s.blocks) for s in seqs), np.int64, n)
         self.rank = np.fromiter((s.rank for s in seqs), np.int64, n)
@@ -61,7 +60,6 @@ class DecodeBatch:
         self.computed = np.append(self.computed, [s.num_computed for s in seqs])
         self.output = np.append(self.output, [s.num_output for s in seqs])
         self.max_tokens = np.append(self.max_tokens, [s.max_tokens for s in seqs])
-        self.prompt = np.append(self.prompt, [s.prompt_len for s in seqs])
         self.credit = np.append(self.credit, [s.credit for s in seqs])
         self.blocks = np.append(self.blocks, [len(s.blocks) for s in seqs])
         self.rank = np.append(self.rank, [s.rank for s in seqs])
@@ -74,7 +72,6 @@ class DecodeBatch:
         self.computed = self.computed[mask]
         self.output = self.output[mask]
         self.max_tokens = self.max_tokens[mask]
-        self.prompt = self.prompt[mask]
         self.credit = self.credit[mask]
         self.blocks = self.blocks[mask]
         self.rank = self.rank[mask]
