@@ -144,6 +144,10 @@ def write_plots(records: Sequence[Record], out_dir: Path, themes: Sequence[str] 
         try:
             with fork_pool(workers) as pool:
                 parts = pool.starmap(_write_shared_view, tasks, chunksize=1)
+                # every figure is drawn: the workers end of themselves (the with's terminate()
+                # is then for errors only, so a normal report sends no signal)
+                pool.close()
+                pool.join()
         finally:
             _shared_records = ()
     written: dict[str, Path] = {}
