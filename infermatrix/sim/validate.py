@@ -25,7 +25,12 @@ from .tables import DATA_DIR, default_tables
 from .virtual import SimRequest, simulate
 
 PUBLISHED_FILE = DATA_DIR / "published.yaml"
-Metric = Literal["output_tps_per_gpu", "tpot_ms", "output_tps_per_user", "agents_per_gpu"]
+Metric = Literal["output_tps_per_gpu", "total_tps_per_gpu", "output_tps", "tpot_ms", "ttft_ms",
+                 "e2e_latency_ms", "output_tps_per_user", "agents_per_gpu"]
+# latency metrics: the simulated request attribute (seconds) each is read from, and per-user
+# speed is 1 / TPOT
+_LATENCY = {"tpot_ms": "tpot", "ttft_ms": "ttft", "e2e_latency_ms": "e2el",
+            "output_tps_per_user": "tpot"}
 SPLITS = ("calibrate", "report")
 
 
@@ -53,6 +58,8 @@ class PublishedRow(BaseModel):
     workload: str | None = None
     tier: str | None = None
     metric: Metric
+    statistic: Literal["median", "mean"] = "median"
+    """for latency metrics (TPOT, TTFT, E2E, per-user speed): over the requests"""
     value: Annotated[float, Field(gt=0)]
 
 
@@ -92,7 +99,7 @@ class Outcome:
     @property
     def error(self) -> float | None:
         """simulated / published − 1 (positive: the simulator is too optimistic for
-        throughput-like metrics, too pessimistic for tpot_ms)."""
+        throughput-like metrics, too pessimistic for latencies: TPOT, TTFT, E2E)."""
         return None if self.simulated is None else self.simulated / self.row.value - 1.0
 
     @property
@@ -129,8 +136,13 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         raise ValueError(f"{len(failed)} requests failed: {failed[0]}")
     if row.metric == "output_tps_per_gpu":
         return run.output_throughput / cfg.total_gpus
-    tpot = run.median("tpot")
-    return tpot * 1000.0 if row.metric == "tpot_ms" else 1.0 / tpot
+    if row.metric == "output_tps":
+        return run.output_throughput
+    if row.metric == "total_tps_per_gpu":  # prompt + output tokens
+        return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
+    value = run.median(_LATENCY[row.metric]) if row.statistic == "median" else \
+        run.mean(_LATENCY[row.metric])
+    return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
 
 
 # agents_per_gpu(cat, row) -> agents per GPU

@@ -87,8 +87,15 @@ class SimRun:
     config: dict[str, Any] = field(default_factory=dict)
 
     def median(self, metric: str) -> float:
-        values = [v for r in self.results if (v := getattr(r, metric)) is not None]
+        values = self._values(metric)
         return statistics.median(values) if values else float("nan")
+
+    def mean(self, metric: str) -> float:
+        values = self._values(metric)
+        return statistics.fmean(values) if values else float("nan")
+
+    def _values(self, metric: str) -> list[float]:
+        return [v for r in self.results if (v := getattr(r, metric)) is not None]
 
     @property
     def output_throughput(self) -> float:

@@ -5,6 +5,7 @@ on)."""
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from sim_helpers import catalog
 
 from infermatrix.catalog.yamlsrc import CatalogError
 from infermatrix.sim.tables import EFFICIENCY_FILE, load_tables
-from infermatrix.sim.validate import load_published, run_rows, summarise
+from infermatrix.sim.validate import PublishedRow, load_published, run_rows, sim_config, summarise
+from infermatrix.sim.virtual import SimRequest, simulate
 
 # Bounds on the report rows: the acceptance bounds of issue 14 (median |error| <= 25%,
 # >= 80% within 2x). A change that makes the model worse than this fails CI.
@@ -82,3 +84,35 @@ def test_validate_command_prints_the_comparison_and_writes_a_marked_plot(tmp_pat
     proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "validate", "--only", "nope"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_every_metric_reads_the_same_simulated_run() -> None:
+    """A table from another source may state TTFT, E2E latency, total (prompt + output) or
+    whole-deployment throughput, medians or means: each is read from the run as its name says,
+    so the metrics of one deployment agree with each other."""
+    row = dict(split="report", source="https://example.org", hardware="H100",
+               model="llama-3.1-70b-instruct", engine="vllm", engine_version="0.10",
+               precision="fp8", parallel={"tp": 2}, isl=2000, osl=500, concurrency=4,
+               requests=8, value=1.0)
+    metrics = ["output_tps_per_gpu", "total_tps_per_gpu", "output_tps", "tpot_ms", "ttft_ms",
+               "e2e_latency_ms", "output_tps_per_user"]
+    rows = [PublishedRow.model_validate({**row, "id": m, "metric": m}) for m in metrics]
+    # 7 prompts sent at once: 4 fit the first step's token budget, 3 wait for the next, so
+    # the mean TTFT is not the median
+    burst = {**row, "concurrency": None, "requests": 7, "metric": "ttft_ms"}
+    rows += [PublishedRow.model_validate({**burst, "id": "median-ttft"}),
+             PublishedRow.model_validate({**burst, "id": "mean-ttft", "statistic": "mean"})]
+    got = {o.row.id: o.simulated for o in run_rows(catalog(), rows)}
+    assert all(v and v > 0 for v in got.values()), got
+    assert got["total_tps_per_gpu"] == pytest.approx(got["output_tps_per_gpu"] * 2500 / 500)
+    assert got["output_tps"] == pytest.approx(got["output_tps_per_gpu"] * 2)
+    assert got["output_tps_per_user"] == pytest.approx(1000.0 / got["tpot_ms"])
+    # a request's end-to-end latency is its first token plus the rest at TPOT (equal lengths:
+    # the medians are of near-identical requests)
+    assert got["e2e_latency_ms"] == pytest.approx(got["ttft_ms"] + 499 * got["tpot_ms"], rel=0.05)
+    # 'mean' is the mean over the requests of the same run (simulated again here)
+    run = simulate(sim_config(catalog(), rows[0]), [SimRequest(2000, 500)] * 7,
+                   record_token_times=False)
+    ttfts = [1000.0 * r.ttft for r in run.results]
+    assert got["mean-ttft"] == pytest.approx(statistics.fmean(ttfts))
+    assert got["median-ttft"] == pytest.approx(statistics.median(ttfts)) != got["mean-ttft"]
