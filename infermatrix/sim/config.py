@@ -388,10 +388,22 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
     table = None if catalog is None else (catalog.hardware if kind == "hardware" else catalog.models)
     if table is None:
         raise SimConfigError(f"{kind} {value!r} given by name but no catalog loaded")
-    if value not in table:
+    name = value if value in table else _by_other_name(table, value)
+    if name is None:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
-    return table[value], value
+    return table[name], name
+
+
+def _by_other_name(table: dict[str, Any], value: str) -> str | None:
+    """The catalog name of the one entry ``value`` names in another way: its name in another
+    case, its display name or its Hugging Face id (a table written from a vendor's page says
+    "h100" or "meta-llama/Llama-3.1-70B-Instruct"). None when none or several match."""
+    key = value.casefold()
+    hits = [name for name, item in table.items()
+            if key in {name.casefold(), str(getattr(item, "display_name", "")).casefold(),
+                       str(getattr(item, "hf_id", "")).casefold()}]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from sim_helpers import catalog, config
 
 from infermatrix.sim import SimConfig
+from infermatrix.sim.config import SimConfigError
 from infermatrix.sim.operators import StepModel
 from infermatrix.sim.perf import PerfModel
 from infermatrix.sim.tables import default_tables
@@ -109,3 +111,18 @@ def test_overrides_replace_the_recipes_speculative_decoding() -> None:
     plain = SimConfig.from_recipe(catalog(), DEP8, dataset="random")
     assert plain.spec_draft_tokens == 3
     assert plain.spec_acceptance == default_tables().acceptance_rate("mtp", "random")
+
+
+def test_hardware_and_models_are_found_by_their_other_names() -> None:
+    """A table written from a vendor's page names hardware and models as the page does: in
+    another case, by display name or Hugging Face id. Each resolves to the one catalog entry;
+    a name that fits none is still an error."""
+    cat = catalog()
+    plain = SimConfig.from_parts(cat, "H100", "llama-3.1-70b-instruct", "fp8", tp=2)
+    for hw, model in (("h100", "meta-llama/Llama-3.1-70B-Instruct"),
+                      ("H100 SXM", "Llama 3.1 70B Instruct")):
+        other = SimConfig.from_parts(cat, hw, model, "fp8", tp=2)
+        assert (other.hardware, other.model) == ("H100", "llama-3.1-70b-instruct")
+        assert other.kv_capacity_tokens == plain.kv_capacity_tokens
+    with pytest.raises(SimConfigError, match="unknown hardware"):
+        SimConfig.from_parts(cat, "H9000", "llama-3.1-70b-instruct", "fp8")
