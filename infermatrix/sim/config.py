@@ -266,6 +266,11 @@ class SimConfig:
             # NVIDIA's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights (gpt-oss)
             # run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8), at the FP8 rate
             dtype = "fp8"
+        if dtype == "fp4" and dtype not in hw.tflops:
+            # no FP4 tensor cores (Hopper, MI300X/MI325X): the 4-bit weights are dequantised
+            # to bf16 inside the kernel (Marlin on NVIDIA, Triton's MXFP4 matmul on ROCm, as
+            # vLLM and SGLang run gpt-oss and FP4 checkpoints there): FP4 memory, bf16 compute
+            dtype = "bf16"
         if dtype not in hw.tflops:
             raise SimConfigError(f"{hw_name} has no {dtype} compute for precision {precision!r}")
         kv_dtype = _kv_dtype(kv_dtype)

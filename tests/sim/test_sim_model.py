@@ -126,3 +126,17 @@ def test_hardware_and_models_are_found_by_their_other_names() -> None:
         assert other.kv_capacity_tokens == plain.kv_capacity_tokens
     with pytest.raises(SimConfigError, match="unknown hardware"):
         SimConfig.from_parts(cat, "H9000", "llama-3.1-70b-instruct", "fp8")
+
+
+def test_fp4_weights_without_fp4_tensor_cores_run_weight_only() -> None:
+    """gpt-oss (MXFP4) on MI300X, or an FP4 checkpoint on Hopper through Marlin: the 4-bit
+    weights are dequantised in the kernel, so they cost FP4 memory and bf16 compute, as the
+    w4a16 precision does; hardware with FP4 tensor cores keeps FP4 compute."""
+    cat = catalog()
+    on_mi300x = SimConfig.from_parts(cat, "MI300X", "gpt-oss-120b", "mxfp4", engine="vllm")
+    assert on_mi300x.matmul_dtype == "bf16"
+    assert on_mi300x.bytes_per_param == pytest.approx(0.53125)
+    on_h200 = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "nvfp4", tp=8, engine="sglang")
+    w4a16 = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "w4a16", tp=8, engine="sglang")
+    assert on_h200.matmul_dtype == w4a16.matmul_dtype == "bf16"
+    assert SimConfig.from_parts(cat, "MI355X", "gpt-oss-120b", "mxfp4").matmul_dtype == "fp4"
