@@ -84,6 +84,9 @@ class StepModel:
         self.layers = L
         self.dpa = cfg.dp if cfg.attention_dp else 1
         self.random_dispatch = cfg.rank_dispatch == "random" and self.dpa > 1
+        # a rank runs at most its share of the batch limit (SGLang: max-running-requests //
+        # dp per DP worker); requests placed beyond it wait for the rank, not in its batch
+        self.rank_max_seqs = -(-cfg.max_num_seqs // self.dpa)
         self.graph_max = cfg.graph_max_seqs
         self.eager_layer_s = eager.floor_us * US
         tpa = cfg.tp // cfg.dp if cfg.attention_dp else cfg.tp
@@ -295,18 +298,19 @@ class StepModel:
 
     def _busiest_rank(self, seqs: int) -> float:
         """The share of the batch on the busiest attention-DP rank: ceil(seqs / dp) of them,
-        or under a random placement the expected maximum load."""
+        or under a random placement the expected maximum load, which never passes the rank's
+        own batch limit."""
         dpa = self.dpa
         if dpa <= 1:
             return 1.0
         if self.random_dispatch:
-            return expected_max_load(seqs, dpa) / seqs
+            return expected_max_load(seqs, dpa, self.rank_max_seqs) / seqs
         return -(-seqs // dpa) / seqs
 
     def _graphed(self, seqs: int) -> bool:
         """Whether a decode step of ``seqs`` sequences replays a captured graph: the busiest
         rank's batch must fit the largest captured size (the ranks step together; under a
-        random placement, its expected maximum)."""
+        random placement, its expected maximum, capped at the rank's batch limit)."""
         if self.graph_max < 0:
             return True
         return seqs * self._busiest_rank(seqs) <= self.graph_max + 1e-9
@@ -350,19 +354,24 @@ EXACT_LOADS = 256
 
 
 @lru_cache(maxsize=4096)
-def expected_max_load(n: int, d: int) -> float:
+def expected_max_load(n: int, d: int, cap: int = 0) -> float:
     """Expected load of the busiest of ``d`` ranks when ``n`` requests land on them uniformly
-    at random. Exact up to EXACT_LOADS requests by Poissonisation (with X_i ~ Poisson(n / d),
+    at random, each rank running at most ``cap`` of them (0: no cap), i.e. E[min(max, cap)].
+    Exact up to EXACT_LOADS requests by Poissonisation (with X_i ~ Poisson(n / d),
     P(max <= m) = P(sum X_i = n, every X_i <= m) / P(sum X_i = n)); beyond, the normal
-    approximation lam + sqrt(2 lam (1 - 1/d) ln d)."""
+    approximation lam + sqrt(2 lam (1 - 1/d) ln d), capped."""
+    top = min(n, cap) if cap > 0 else n
     if n <= 0 or d <= 1:
-        return float(max(n, 0))
+        return float(max(top, 0))
     lam = n / d
     if n > EXACT_LOADS:
-        return lam + math.sqrt(2.0 * lam * (1.0 - 1.0 / d) * math.log(d))
+        return min(float(top), lam + math.sqrt(2.0 * lam * (1.0 - 1.0 / d) * math.log(d)))
     whole = math.exp(n * math.log(n) - n - math.lgamma(n + 1))  # P(Poisson(n) = n)
-    out = m = -(-n // d)  # E[max] = sum over m >= 0 of P(max > m), which is 1 below ceil(n/d)
-    while m < n:
+    m = -(-n // d)  # E[min(max, top)] = sum over m < top of P(max > m), 1 below ceil(n/d)
+    if m >= top:
+        return float(top)
+    out = float(m)
+    while m < top:
         k = np.arange(m + 1)
         pmf = np.exp(k * math.log(lam) - lam - np.array([math.lgamma(i + 1) for i in k]))
         total = np.array([1.0])

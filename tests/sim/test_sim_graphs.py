@@ -48,7 +48,8 @@ def test_random_placement_expected_max_load_is_exact() -> None:
 
 
 def test_a_batch_above_the_captured_graphs_runs_eagerly() -> None:
-    cfg = SimConfig.from_recipe(catalog(), ASCEND)
+    # 64 running requests over DP8 let a rank run 8, above its 4 captured sizes
+    cfg = replace(SimConfig.from_recipe(catalog(), ASCEND), max_num_seqs=64)
     perf = PerfModel(cfg)
     graphed = perf.decode_time(8, 8 * 131072, 3)  # expected busiest rank 2.6 <= 4
     eager = perf.decode_time(16, 16 * 131072, 3)  # 4.2 > 4: every rank runs eagerly
@@ -65,12 +66,31 @@ def test_a_batch_above_the_captured_graphs_runs_eagerly() -> None:
 
 
 def test_random_dispatch_loads_the_busiest_rank_more_than_balanced() -> None:
-    cfg = SimConfig.from_recipe(catalog(), ASCEND)
+    cfg = replace(SimConfig.from_recipe(catalog(), ASCEND), max_num_seqs=128)
     rnd = StepModel(replace(cfg, graph_max_seqs=-1))
     bal = StepModel(replace(cfg, graph_max_seqs=-1, rank_dispatch="balanced"))
     assert rnd._busiest_rank(16) * 16 > 4 > bal._busiest_rank(16) * 16 - 1e-9
     assert rnd.step_time(16, 16, 16 * 131072, 16 * 131072) > bal.step_time(16, 16, 16 * 131072,
                                                                         16 * 131072)
+
+
+def test_a_rank_never_runs_more_than_its_share_of_the_batch_limit() -> None:
+    # SGLang gives each DP worker max-running-requests // dp running requests (32 // 8 = 4 on
+    # the Ascend decode pool, exactly its cuda-graph-max-bs): requests placed on a full rank
+    # wait there, so the busiest rank never passes 4 and the pool never steps eagerly
+    cfg = SimConfig.from_recipe(catalog(), ASCEND)
+    step = StepModel(cfg)
+    for seqs in (16, 24, 32):
+        assert step._graphed(seqs), seqs
+    eager = PerfModel(replace(cfg, max_num_seqs=64)).decode_time(16, 16 * 131072, 3)
+    assert PerfModel(cfg).decode_time(16, 16 * 131072, 3) < 0.6 * eager
+    # E[min(busiest, 4)]: exact against a Monte Carlo draw
+    assert expected_max_load(16, 8, 4) < 4 < expected_max_load(16, 8)
+    assert expected_max_load(40, 8, 4) == 4 and expected_max_load(2000, 8, 4) == 4
+    assert expected_max_load(8, 8, 0) == expected_max_load(8, 8)
+    rng = np.random.default_rng(11)
+    draws = [min(4, np.bincount(rng.integers(0, 8, 16), minlength=8).max()) for _ in range(20000)]
+    assert abs(expected_max_load(16, 8, 4) - float(np.mean(draws))) < 0.05
 
 
 def test_context_parallel_prefill_splits_the_prompt_over_its_ranks() -> None:
