@@ -53,7 +53,7 @@ class PublishedRow(BaseModel):
     osl: Annotated[int, Field(ge=1)] | None = None
     concurrency: Annotated[int, Field(ge=1)] | None = None
     """closed-loop cap; none: every request sent at once (offline throughput)"""
-    requests: Annotated[int, Field(ge=1, le=20000)] | None = None
+    requests: Annotated[int, Field(ge=1, le=100_000)] | None = None
     dataset: str = "random"
     workload: str | None = None
     tier: str | None = None
