@@ -5,7 +5,8 @@ order: a decoding sequence takes one token (plus draft tokens with speculative d
 prefilling one a chunk of what is left of its prompt. Then waiting sequences are admitted while
 the budget, the batch size (max_num_seqs) and the KV blocks last; a cached prompt prefix costs
 nothing. When a running sequence needs a KV block and none is free, the most recently admitted
-sequence is preempted: its blocks are freed and it will recompute its context later.
+sequence is preempted: its blocks are freed and it will recompute its context later (with
+prefix caching its computed blocks stay cached until evicted, so only what was evicted).
 
 Under attention data parallelism each rank keeps the KV of its own sequences in its own pool:
 a sequence is placed on one rank when admitted (the longest cached prefix, then the fewest
@@ -31,6 +32,8 @@ from .prefix_cache import BlockPool, RankPools
 
 # Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
 ADMISSION_WATERMARK = 0.01
+# salt of the cache identities a preempted sequence gives its own blocks (see _keep_cached)
+PREEMPTED = "preempted"
 
 
 # sink(seq, n, t, times): n tokens emitted, the last at model time t; ``times`` holds one time
@@ -409,7 +412,9 @@ class EngineCore:
 
     def _preempt(self, seq: Seq) -> None:
         self.running.remove(seq)
-        self.pools[seq.rank].release(seq.blocks)
+        pool = self.pools[seq.rank]
+        self._keep_cached(seq, pool)
+        pool.release(seq.blocks)
         self.rank_seqs[seq.rank] -= 1
         seq.blocks = []
         seq.num_computed = 0
@@ -476,6 +481,23 @@ class EngineCore:
             for j in range(seq.committed, full):
                 pool.commit(seq.blocks[j], seq.hashes[j])
             seq.committed = full
+
+    def _keep_cached(self, seq: Seq, pool: BlockPool) -> None:
+        """A preempted sequence's computed full blocks stay in the prefix cache, evictable, as
+        a freed request's blocks do in vLLM (docs, design "Automatic Prefix Caching": freed
+        blocks join the free queue still hashed, evicted least recently used first) and in
+        SGLang's radix cache: back in, it recomputes only what was evicted meanwhile. Blocks
+        past its prompt's own identity (a prompt without hashes, generated tokens) get hashes
+        of this sequence alone."""
+        full = min(seq.num_computed // self.bs, len(seq.blocks))
+        if not pool.caching or full <= seq.committed:
+            return
+        if len(seq.hashes) < full:
+            seq.hashes = (*seq.hashes,
+                          *(hash((PREEMPTED, seq.rid, j)) for j in range(len(seq.hashes), full)))
+        for j in range(seq.committed, full):
+            pool.commit(seq.blocks[j], seq.hashes[j])
+        seq.committed = full
 
     def _reap(self, finished: list[Seq]) -> None:
         """Free the sequences that finished (``finished``: in running order, as the blocks

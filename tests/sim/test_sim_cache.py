@@ -103,3 +103,20 @@ def test_kv_exhaustion_queues_and_preempts_visible_in_metrics(sim_server) -> Non
     virtual = simulate(cfg, [SimRequest(201, 300) for _ in range(24)])
     assert virtual.preemptions > 0
     assert all(r.completion_tokens == 300 for r in virtual.results)
+
+
+def test_a_preempted_sequence_keeps_its_computed_blocks_in_the_prefix_cache() -> None:
+    # ~4,300 tokens of KV, 512-token chunks, 8 unhashed 1,800-token prompts at once: the newest
+    # sequence is preempted mid-prefill again and again. With prefix caching its computed blocks
+    # stay cached (as vLLM's freed blocks do), so coming back it resumes instead of recomputing.
+    def offline(caching: bool):
+        cfg = config("H100", tp=1, max_num_batched_tokens=512, prefix_caching=caching)
+        assert cfg.kv_capacity_tokens < 5000
+        return simulate(cfg, [SimRequest(1800, 20) for _ in range(8)], record_token_times=False)
+
+    cold, kept = offline(False), offline(True)
+    for run_ in (cold, kept):
+        assert run_.preemptions > 0
+        assert all(r.completion_tokens == 20 and r.error is None for r in run_.results)
+    assert kept.preemptions < cold.preemptions
+    assert kept.duration < 0.9 * cold.duration, (kept.duration, cold.duration)
