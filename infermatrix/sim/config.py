@@ -262,9 +262,12 @@ class SimConfig:
         if precision not in PRECISIONS:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         dtype, bytes_per_param = PRECISIONS[precision]
-        if precision == "mxfp4" and hw.vendor == "nvidia" and "fp8" in hw.tflops:
-            # NVIDIA's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights (gpt-oss)
-            # run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8), at the FP8 rate
+        if precision == "mxfp4" and hw.vendor == "nvidia" and "fp4" in hw.tflops:
+            # Blackwell's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights
+            # (gpt-oss) run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8, vLLM's
+            # SM100 FP4×FP8 backends), at the FP8 rate. Hopper has no FP4×FP8 path: vLLM's SM90
+            # MXFP4 backends (FlashInfer BF16, Marlin, Triton) and TensorRT-LLM's Hopper gpt-oss
+            # (w4a16 in its perf overview) run BF16 activations, as the fallback below does.
             dtype = "fp8"
         if dtype == "fp4" and dtype not in hw.tflops:
             # no FP4 tensor cores (Hopper, MI300X/MI325X): the 4-bit weights are dequantised

@@ -156,7 +156,14 @@ class StepModel:
         pre_flops = attn_peak * att_p.compute_eff
         if mla:  # absorbed decode: every head scores the latent + rope, then mixes the latent
             per_pos_decode = 2 * heads * (2 * arch.mla_latent + arch.mla_rope)
-            per_pair_prefill = 2 * heads * (arch.mla_qk_head + arch.mla_v_head)
+            # DeepSeek sparse attention runs MLA in its MQA (absorbed) mode in prefill too, each
+            # head scoring the whole latent (DeepSeek-V3.2 report: DSA is implemented on the MQA
+            # mode of MLA so that one selected latent entry serves every head; FlashMLA's
+            # sparse prefill kernels): 3.4x the un-absorbed FLOPs of a pair. (DeepSeek V4's
+            # compressed attention keeps the un-absorbed cost here: which positions it attends
+            # in prefill is modelled coarsely, and its calibration rows were fitted so.)
+            per_pair_prefill = (per_pos_decode if cfg.attention == "mla-sparse"
+                                else 2 * heads * (arch.mla_qk_head + arch.mla_v_head))
         else:
             per_pos_decode = per_pair_prefill = 4 * heads * head_dim
         self.dec_s_pos = per_pos_decode / tpa / dec_flops  # per (query token, attended position)
