@@ -140,3 +140,6 @@ def test_fp4_weights_without_fp4_tensor_cores_run_weight_only() -> None:
     w4a16 = SimConfig.from_parts(cat, "H200", "deepseek-v4-pro", "w4a16", tp=8, engine="sglang")
     assert on_h200.matmul_dtype == w4a16.matmul_dtype == "bf16"
     assert SimConfig.from_parts(cat, "MI355X", "gpt-oss-120b", "mxfp4").matmul_dtype == "fp4"
+    # MXFP4 against FP8 activations needs Blackwell's FP4 tensor cores: Hopper runs BF16
+    assert SimConfig.from_parts(cat, "B200", "gpt-oss-120b", "mxfp4").matmul_dtype == "fp8"
+    assert SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "mxfp4").matmul_dtype == "bf16"
