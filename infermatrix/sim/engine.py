@@ -26,6 +26,15 @@ from .perf import PerfModel
 from .router import Router
 from .scheduler import EngineCore, Seq, Step
 
+# Engines whose prefill/decode router streams the client the decode server's answer, the
+# prefill's sampled token included, so the first token arrives when the decode pool admits
+# the request: SGLang's router in PD mode (the prefill server's output is not streamed; a
+# request waits in the decode server's preallocation queue for KV room before its KV is sent)
+# and vLLM's disaggregated proxies (the prefill request runs with max_tokens 1, the client
+# streams the decode server). TensorRT-LLM's disaggregated server returns the context server's
+# first token as it comes.
+FIRST_TOKEN_FROM_DECODE = ("sglang", "vllm")
+
 # A decode phase computes at least this many step times before its first checkpoint; each
 # checkpoint that finds nothing new at least doubles it (bounds the steps computed for nothing
 # when an arrival cuts a phase, and the checkpoints when other instances' events are frequent).
@@ -194,6 +203,13 @@ class Instance:
 
     def _start(self) -> None:
         step = self.core.schedule()
+        if self.core.joined:  # decode-pool sequences admitted now: their first token is out
+            now = self.kernel.now
+            for seq in self.core.joined:
+                seq.first_on_admit = False
+                if seq.sink is not None:
+                    seq.sink(seq, 1, now, None)
+            self.core.joined.clear()
         if step is None:
             return
         end = self.kernel.now + self.core.perf.step_time(step.shape)
@@ -339,7 +355,7 @@ class Deployment:
         if rec.aborted:
             return
         t = self.kernel.now
-        # the prefill's sampled token reaches the client with the KV
+        # the prefill's sampled token: out with the KV, or once the decode pool admits it
         seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
                   rec.progress, remote_kv=True, already_output=1, quiet=rec.quiet)
         seq.first_at = t
@@ -347,7 +363,10 @@ class Deployment:
             seq.done = True
             rec.progress(seq, 1, t)
             return
-        rec.progress(seq, 1, t)
+        if self.cfg.engine in FIRST_TOKEN_FROM_DECODE:
+            seq.first_on_admit = True  # a wait for room on the decode pool is TTFT
+        else:
+            rec.progress(seq, 1, t)
         i = self.decode_router.pick(self.instances, req.hashes, req.session)
         inst = self.instances[i]
         rec.instance = inst.name

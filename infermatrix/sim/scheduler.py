@@ -47,7 +47,8 @@ class Seq:
 
     __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
                  "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
-                 "first_at", "done", "aborted", "remote_kv", "rank", "quiet", "reported")
+                 "first_at", "done", "aborted", "remote_kv", "rank", "quiet", "reported",
+                 "first_on_admit")
 
     def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
                  sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0,
@@ -74,6 +75,9 @@ class Seq:
         # hears only of the first token and of the end, with the tokens since it last heard
         self.quiet = quiet
         self.reported = already_output
+        # a decode pool's sequence whose first token (sampled by the prefill instance) reaches
+        # the client only once this instance admits it (see EngineCore.joined)
+        self.first_on_admit = False
 
     @property
     def target(self) -> int:
@@ -139,6 +143,9 @@ class EngineCore:
         self.running: list[Seq] = []
         self.watermark = int(cfg.num_blocks // ranks * ADMISSION_WATERMARK)  # per rank
         self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
+        # sequences the last schedule() admitted whose first token is due now (first_on_admit):
+        # the caller, which knows the time, hands it to their sinks
+        self.joined: list[Seq] = []
         # counters for /metrics
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -399,6 +406,8 @@ class EngineCore:
             self.rank_seqs[rank] += 1
             if not seq.admitted:
                 seq.admitted = True
+                if seq.first_on_admit:
+                    self.joined.append(seq)
                 seq.cached_tokens = len(matched) * self.bs
                 if seq.hashes:
                     pool.record_lookup(seq.prompt_len, seq.cached_tokens)

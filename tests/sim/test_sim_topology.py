@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,25 @@ def test_conversation_id_in_the_body_routes_like_a_session_header(sim_server) ->
             return cached
 
     assert run(go()) == [0, 320, 320]
+
+
+def test_waiting_for_the_decode_pool_is_ttft_where_the_client_streams_the_decode_server(
+        disagg_config: SimConfig) -> None:
+    """SGLang's PD router streams the decode server's answer: a request waiting for room on a
+    full decode pool has not had its first token, so the wait is TTFT and its TPOT is the
+    decode steps'. TensorRT-LLM's disaggregated server sends the context server's token at
+    once: there the same wait falls between the first and second tokens."""
+    reqs = [SimRequest(2000, 100) for _ in range(6)]
+    small = replace(disagg_config, instances=1, max_num_seqs=2)  # room for 2 decoders
+
+    def spread(cfg: SimConfig) -> tuple[float, float, float]:
+        res = simulate(cfg, reqs).results
+        assert all(r.completion_tokens == 100 and r.error is None for r in res)
+        tpots = sorted(r.tpot for r in res)
+        return tpots[0], tpots[-1], max(r.ttft for r in res)
+
+    lo, hi, ttft = spread(small)
+    assert hi < 1.5 * lo, (lo, hi)
+    assert ttft > 2 * 99 * lo  # the last pair waited for two pairs to decode all their tokens
+    lo_t, hi_t, ttft_t = spread(replace(small, engine="trtllm"))
+    assert hi_t > 2 * lo_t and ttft_t < 0.5 * ttft, (lo_t, hi_t, ttft_t)
