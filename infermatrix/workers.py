@@ -18,13 +18,16 @@ from collections.abc import Callable
 from multiprocessing.pool import Pool
 from typing import Any
 
+# the signals that stop a sweep (launch/job.py turns them into an exception) and a worker
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
 
 def fork_pool(workers: int, initializer: Callable[..., None] | None = None,
               initargs: tuple[Any, ...] = ()) -> Pool:
     """A pool of ``workers`` forked processes (they share what the parent has loaded)."""
     # blocked in this thread while forking: the pool's own threads, which fork replacements
     # for workers that end, are made now and keep this mask
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         return multiprocessing.get_context("fork").Pool(
             workers, initializer=_init_worker, initargs=(initializer, initargs))
@@ -32,13 +35,11 @@ def fork_pool(workers: int, initializer: Callable[..., None] | None = None,
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-_STOP = (signal.SIGTERM, signal.SIGHUP)
-
-
 def _init_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for sig in _STOP:
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)  # a SIGTERM pending since the fork: now
+    # a SIGTERM pending since the fork is delivered now
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     if initializer is not None:
         initializer(*initargs)

@@ -24,6 +24,7 @@ from ..catalog.safety import UnsafeValue, safe_id
 from ..errors import UsageError
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
+from ..workers import STOP_SIGNALS
 from .backends.base import Launched
 from .drain import drain, flush_prefix_cache
 from .monitor import GpuMonitor
@@ -33,7 +34,6 @@ from .state import closing, opening, to_measure
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 POLICIES = ("continue", "stop")  # what a level that fails its error-rate threshold does
 
 

@@ -335,11 +335,7 @@ class EngineCore:
         if self._batch is not b:  # a sink made the batch be left
             self._reap(finished)
             return
-        for seq in finished:
-            self.pools[seq.rank].release(seq.blocks)
-            self.rank_seqs[seq.rank] -= 1
-            seq.blocks = []
-            self.finished_total += 1
+        self._free(finished)
         keep = ~ends
         self.running = [seq for seq, kept in zip(running, keep.tolist(), strict=True) if kept]
         b.keep(keep)
@@ -504,18 +500,20 @@ class EngineCore:
         if len(seq.hashes) < full:
             seq.hashes = (*seq.hashes,
                           *(hash((PREEMPTED, seq.rid, j)) for j in range(len(seq.hashes), full)))
-        for j in range(seq.committed, full):
-            pool.commit(seq.blocks[j], seq.hashes[j])
-        seq.committed = full
+        self._commit(seq)  # its full blocks, each under its hash
 
-    def _reap(self, finished: list[Seq]) -> None:
-        """Free the sequences that finished (``finished``: in running order, as the blocks
-        go back in that order)."""
+    def _free(self, finished: list[Seq]) -> None:
+        """Give the finished sequences' blocks back to their ranks' pools, in order."""
         for seq in finished:
             self.pools[seq.rank].release(seq.blocks)
             self.rank_seqs[seq.rank] -= 1
             seq.blocks = []
             self.finished_total += 1
+
+    def _reap(self, finished: list[Seq]) -> None:
+        """Free the sequences that finished (``finished``: in running order, as the blocks
+        go back in that order) and take them out of the running list."""
+        self._free(finished)
         if len(finished) > 8:
             self.running = [s for s in self.running if not s.done]
         else:

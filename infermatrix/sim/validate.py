@@ -140,8 +140,7 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         return run.output_throughput
     if row.metric == "total_tps_per_gpu":  # prompt + output tokens
         return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
-    value = run.median(_LATENCY[row.metric]) if row.statistic == "median" else \
-        run.mean(_LATENCY[row.metric])
+    value = getattr(run, row.statistic)(_LATENCY[row.metric])  # run.median or run.mean
     return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
 
 
