@@ -14,6 +14,7 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .names import precision_name, resolve
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -259,8 +260,10 @@ class SimConfig:
         gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too)."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
-        if precision not in PRECISIONS:
+        named = precision_name(precision, PRECISIONS)
+        if named is None:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
+        precision = named
         dtype, bytes_per_param = PRECISIONS[precision]
         if precision == "mxfp4" and hw.vendor == "nvidia" and "fp4" in hw.tflops:
             # Blackwell's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights
@@ -396,22 +399,11 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
     table = None if catalog is None else (catalog.hardware if kind == "hardware" else catalog.models)
     if table is None:
         raise SimConfigError(f"{kind} {value!r} given by name but no catalog loaded")
-    name = value if value in table else _by_other_name(table, value)
+    name = resolve(table, value, kind)
     if name is None:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[name], name
-
-
-def _by_other_name(table: dict[str, Any], value: str) -> str | None:
-    """The catalog name of the one entry ``value`` names in another way: its name in another
-    case, its display name or its Hugging Face id (a table written from a vendor's page says
-    "h100" or "meta-llama/Llama-3.1-70B-Instruct"). None when none or several match."""
-    key = value.casefold()
-    hits = [name for name, item in table.items()
-            if key in {name.casefold(), str(getattr(item, "display_name", "")).casefold(),
-                       str(getattr(item, "hf_id", "")).casefold()}]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ..catalog.loader import Catalog, _validation_problems  # noqa: PLC2701
 from ..catalog.schema import Parallel
 from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
+from .names import engine_name
 from .tables import DATA_DIR, default_tables
 from .virtual import SimRequest, simulate
 
@@ -34,6 +35,10 @@ _LATENCY = {"tpot_ms": "tpot", "ttft_ms": "ttft", "e2e_latency_ms": "e2el",
 SPLITS = ("calibrate", "report")
 
 
+def _engine(value: Any) -> Any:
+    return engine_name(value) or value if isinstance(value, str) else value
+
+
 class PublishedRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,7 +48,8 @@ class PublishedRow(BaseModel):
     note: str = ""
     hardware: str
     model: str
-    engine: Literal["vllm", "sglang", "trtllm"]
+    engine: Annotated[Literal["vllm", "sglang", "trtllm"], BeforeValidator(_engine)]
+    """as the source spells it: "TensorRT-LLM", "SGLang", "vLLM" …"""
     engine_version: str
     precision: str
     recipe: str | None = None

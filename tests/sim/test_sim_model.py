@@ -10,6 +10,7 @@ from sim_helpers import catalog, config
 
 from infermatrix.sim import SimConfig
 from infermatrix.sim.config import SimConfigError
+from infermatrix.sim.names import engine_name, resolve
 from infermatrix.sim.operators import StepModel
 from infermatrix.sim.perf import PerfModel
 from infermatrix.sim.tables import default_tables
@@ -126,6 +127,31 @@ def test_hardware_and_models_are_found_by_their_other_names() -> None:
         assert other.kv_capacity_tokens == plain.kv_capacity_tokens
     with pytest.raises(SimConfigError, match="unknown hardware"):
         SimConfig.from_parts(cat, "H9000", "llama-3.1-70b-instruct", "fp8")
+
+
+def test_names_as_vendor_pages_and_checkpoints_spell_them_resolve() -> None:
+    """Board and vendor words, memory sizes, organisation prefixes and a checkpoint's
+    quantisation or date suffix name the same entry; a different product (H100 PCIe, H100
+    NVL) or a name that fits two entries does not resolve."""
+    cat = catalog()
+    cases = [("NVIDIA H200 SXM 141GB", "nvidia/DeepSeek-R1-0528-FP4", "FP8", "H200", "deepseek-r1-0528", "fp8"),
+             ("AMD Instinct MI300X", "amd/Llama-3.1-70B-Instruct-FP8-KV", "fp8", "MI300X", "llama-3.1-70b-instruct", "fp8"),
+             ("8x H100", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "FP8", "H100", "qwen3-235b-a22b", "fp8"),
+             ("GB200-NVL72", "deepseek-ai/DeepSeek-R1", "NVFP4", "GB200", "deepseek-r1-0528", "nvfp4"),
+             ("A100-SXM4-80GB", "meta-llama/Llama-3.3-70B-Instruct", "BF16", "A100", "llama-3.3-70b-instruct", "bf16")]
+    for hw, model, precision, *want in cases:
+        cfg = SimConfig.from_parts(cat, hw, model, precision, tp=8)
+        assert [cfg.hardware, cfg.model, cfg.precision] == want, hw
+    ascend = SimConfig.from_parts(cat, "Atlas 800I A3", "DeepSeek-V3.2", "W8A8", tp=16)
+    assert (ascend.hardware, ascend.precision) == ("Ascend-910C", "w8a8-int8")
+    for other_product in ("H100 PCIe", "H100 NVL", "H9000"):
+        with pytest.raises(SimConfigError, match="unknown hardware"):
+            SimConfig.from_parts(cat, other_product, "gpt-oss-120b", "fp8")
+    assert resolve({"a-7b": object(), "a-7b-chat": object()}, "org/A-7B-Instruct", "model") is None
+    with pytest.raises(SimConfigError, match="unknown precision"):
+        SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "fp6")
+    assert [engine_name(e) for e in ("TensorRT-LLM", "trt-llm", "SGLang", "vLLM", "tgi")] == [
+        "trtllm", "trtllm", "sglang", "vllm", None]
 
 
 def test_fp4_weights_without_fp4_tensor_cores_run_weight_only() -> None:
