@@ -14,6 +14,7 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .engine_defaults import default_limits
 from .names import precision_name, resolve
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
@@ -248,7 +249,7 @@ class SimConfig:
         kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1,
         router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
-        attention_cp: int = 1,
+        attention_cp: int = 1, offline: bool = False,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -298,6 +299,9 @@ class SimConfig:
         if graph_max_tokens > 0:
             graph_max_seqs = graph_max_tokens // (1 + spec_draft_tokens)
         pool_bytes, pool_page = _engine_pool(engine, mdl, spec_draft_tokens > 0)
+        default_seqs, default_tokens = (
+            default_limits(engine, hw.memory_gb, hw_name, offline)
+            or (tuning.max_num_seqs, tuning.max_num_batched_tokens))
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -310,8 +314,10 @@ class SimConfig:
             moe_active_experts=mdl.moe_active_experts, bytes_per_param=bytes_per_param,
             kv_bytes_per_token=kv_bytes, max_model_len=min(max_model_len or mdl.max_context, mdl.max_context),
             tp=tp, pp=pp, dp=dp, ep=ep, attention_dp=attention_dp,
-            max_num_seqs=(max_num_seqs or tuning.max_num_seqs) * rank_scale,
-            max_num_batched_tokens=(max_num_batched_tokens or tuning.max_num_batched_tokens) * rank_scale,
+            # the engines' own defaults count a rank's sequences under attention DP
+            max_num_seqs=(max_num_seqs * rank_scale if max_num_seqs
+                          else default_seqs * (dp if attention_dp else 1)),
+            max_num_batched_tokens=(max_num_batched_tokens or default_tokens) * rank_scale,
             memory_fraction=memory_fraction or tuning.memory_fraction,
             block_size=block_size or pool_page or tuning.block_size, prefix_caching=prefix_caching,
             spec_draft_tokens=spec_draft_tokens,

@@ -44,6 +44,7 @@ class Tuning:
     memory_fraction: float = 0.90
     """share of HBM the engine may use for weights + KV (vLLM gpu-memory-utilization)"""
     max_num_seqs: int = 256
+    """for an engine whose own default (engine_defaults.py) is not known"""
     max_num_batched_tokens: int = 8192
     block_size: int = 16
     """tokens per KV block; also the granularity of prefix-cache matches"""

@@ -129,7 +129,7 @@ def sim_config(cat: Catalog, row: PublishedRow) -> SimConfig:
     return SimConfig.from_parts(
         cat, row.hardware, row.model, row.precision, tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep,
         attention_dp=par.attention_dp, engine=row.engine, spec_draft_tokens=draft,
-        spec_acceptance=acceptance, **knobs)
+        spec_acceptance=acceptance, offline=row.concurrency is None, **knobs)
 
 
 def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:

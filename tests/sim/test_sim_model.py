@@ -169,3 +169,25 @@ def test_fp4_weights_without_fp4_tensor_cores_run_weight_only() -> None:
     # MXFP4 against FP8 activations needs Blackwell's FP4 tensor cores: Hopper runs BF16
     assert SimConfig.from_parts(cat, "B200", "gpt-oss-120b", "mxfp4").matmul_dtype == "fp8"
     assert SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "mxfp4").matmul_dtype == "bf16"
+
+
+def test_unset_batch_limits_take_the_engines_own_defaults_for_the_accelerator() -> None:
+    """vLLM allows 1,024 sequences on an H100 (8,192 tokens a step served, 16,384 offline) but
+    256 on an A100; SGLang's chunked prefill grows with memory; TensorRT-LLM's LLM API allows
+    2,048 sequences of 8,192 tokens. Under attention DP the defaults count per rank."""
+    cat = catalog()
+
+    def limits(hw: str, engine: str, **kw: object) -> tuple[int, int]:
+        cfg = SimConfig.from_parts(cat, hw, "llama-3.1-8b-instruct", "bf16", engine=engine, **kw)
+        return cfg.max_num_seqs, cfg.max_num_batched_tokens
+
+    assert limits("H100", "vllm") == (1024, 8192)
+    assert limits("H100", "vllm", offline=True) == (1024, 16384)
+    assert limits("A100", "vllm") == (256, 2048)
+    assert limits("H200", "sglang") == (2048, 8192)
+    assert limits("B200", "sglang") == (2048, 16384)
+    assert limits("H100", "trtllm") == (2048, 8192)
+    assert limits("H100", "vllm", max_num_seqs=64, max_num_batched_tokens=4096) == (64, 4096)
+    dep = SimConfig.from_parts(cat, "B200", "deepseek-r1-0528", "nvfp4", tp=4, dp=4, ep=4,
+                               attention_dp=True, engine="trtllm")
+    assert dep.max_num_seqs == 4 * 2048

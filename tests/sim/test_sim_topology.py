@@ -151,7 +151,7 @@ def test_engine_knobs_come_from_args_and_engine_config_files() -> None:
     # vLLM: ${CONC} is bound at run time
     llama = "llama-3.1-70b-instruct/h200-vllm-fp8"
     assert SimConfig.from_recipe(cat, llama, params={"CONC": 48}).max_num_seqs == 48
-    assert SimConfig.from_recipe(cat, llama).max_num_seqs == 256  # unbound: the default
+    assert SimConfig.from_recipe(cat, llama).max_num_seqs == 1024  # unbound: vLLM's default on an H200
 
 
 def test_conversation_id_in_the_body_routes_like_a_session_header(sim_server) -> None:

@@ -110,9 +110,9 @@ def test_every_metric_reads_the_same_simulated_run() -> None:
     metrics = ["output_tps_per_gpu", "total_tps_per_gpu", "output_tps", "tpot_ms", "ttft_ms",
                "e2e_latency_ms", "output_tps_per_user"]
     rows = [PublishedRow.model_validate({**row, "id": m, "metric": m}) for m in metrics]
-    # 7 prompts sent at once: 4 fit the first step's token budget, 3 wait for the next, so
-    # the mean TTFT is not the median
-    burst = {**row, "concurrency": None, "requests": 7, "metric": "ttft_ms"}
+    # 9 prompts sent at once (offline: vLLM's 16,384-token budget): 8 fit the first step's
+    # token budget, 1 waits for the next, so the mean TTFT is not the median
+    burst = {**row, "concurrency": None, "requests": 9, "metric": "ttft_ms"}
     rows += [PublishedRow.model_validate({**burst, "id": "median-ttft"}),
              PublishedRow.model_validate({**burst, "id": "mean-ttft", "statistic": "mean"})]
     got = {o.row.id: o.simulated for o in run_rows(catalog(), rows)}
@@ -124,7 +124,7 @@ def test_every_metric_reads_the_same_simulated_run() -> None:
     # the medians are of near-identical requests)
     assert got["e2e_latency_ms"] == pytest.approx(got["ttft_ms"] + 499 * got["tpot_ms"], rel=0.05)
     # 'mean' is the mean over the requests of the same run (simulated again here)
-    run = simulate(sim_config(catalog(), rows[0]), [SimRequest(2000, 500)] * 7,
+    run = simulate(sim_config(catalog(), rows[-1]), [SimRequest(2000, 500)] * 9,
                    record_token_times=False)
     ttfts = [1000.0 * r.ttft for r in run.results]
     assert got["mean-ttft"] == pytest.approx(statistics.fmean(ttfts))

@@ -1,0 +1,47 @@
+"""The batch limits an engine picks for itself when the recipe (or a published row) leaves them
+unset: the largest running batch and the token budget of one step.
+
+Engines size these by the accelerator, so a simulation that used one fixed default would run a
+vLLM server on an H100 at a quarter of the batch vLLM itself allows. Facts from the engines'
+sources:
+
+- vLLM (``EngineArgs.get_batch_defaults``, 0.9 and later): on an accelerator with at least
+  70 GiB that is not an A100, 1,024 sequences and a budget of 8,192 tokens for ``vllm serve``
+  (16,384 for the offline ``LLM`` class: ``vllm bench throughput``, ``benchmark_latency``);
+  elsewhere 256 sequences and 2,048 tokens (8,192 offline).
+- SGLang (``server_args.py``, ``model_runner``): ``chunked_prefill_size`` 2,048 below 35 GB,
+  8,192 below 160 GB (H100, H200, H20, A100), 16,384 above (B200, MI300X); the running
+  requests per DP worker min(max(capacity / context × 512, 2,048), 4,096): at least 2,048.
+- TensorRT-LLM (LLM API and ``trtllm-serve`` defaults): ``max_batch_size`` 2,048,
+  ``max_num_tokens`` 8,192.
+
+Other engines take tuning.py's ``max_num_seqs`` and ``max_num_batched_tokens``.
+"""
+
+from __future__ import annotations
+
+GIB = 2**30
+
+
+def default_limits(engine: str, memory_gb: float, hardware: str,
+                   offline: bool = False) -> tuple[int, int] | None:
+    """(max running sequences, token budget a step) the engine defaults to on this
+    accelerator, per instance or, under attention DP, per rank as the engine counts them; None
+    for an engine whose defaults are not known here."""
+    memory = memory_gb * 1e9
+    if engine == "vllm":
+        large = memory >= 70 * GIB and "a100" not in hardware.casefold()
+        if large:
+            return 1024, (16384 if offline else 8192)
+        return 256, (8192 if offline else 2048)
+    if engine == "sglang":
+        if memory < 35 * GIB:
+            chunk = 2048
+        elif memory < 160 * GIB:
+            chunk = 8192
+        else:
+            chunk = 16384
+        return 2048, chunk
+    if engine == "trtllm":
+        return 2048, 8192
+    return None
