@@ -105,6 +105,7 @@ class SimConfig:
     matmul_dtype: str = "bf16"
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
+    head_dim: int = 0  # 0: hidden_size / attention_heads
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
@@ -322,7 +323,7 @@ class SimConfig:
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
-            attention_heads=mdl.attention_heads,
+            attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
         )
         if kv_free_fraction is not None:
