@@ -233,6 +233,7 @@ class SimConfig:
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
+            "reserve_to_completion": self.reserve_to_completion,
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()

@@ -129,6 +129,7 @@ def test_trtllm_reserves_the_whole_request_s_kv_before_admitting_it() -> None:
 
     trt, vllm = cfg("trtllm"), cfg("vllm")
     assert trt.reserve_to_completion and not vllm.reserve_to_completion
+    assert trt.summary()["reserve_to_completion"]  # shown by `sim info`
     whole = (1024 + 4096) // trt.block_size  # blocks of one request's prompt + output
     fits = trt.num_blocks // whole
     reqs = [SimRequest(1024, 4096) for _ in range(3 * fits)]
