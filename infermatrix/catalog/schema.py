@@ -112,6 +112,11 @@ class Model(Strict):
     hidden_size: PositiveInt
     attention_heads: PositiveInt
     kv_heads: PositiveInt
+    head_dim: PositiveInt | None = Field(
+        default=None,
+        description="attention head dimension, where it is not hidden_size / attention_heads "
+        "(config.json head_dim: Qwen3 128, gpt-oss 64)",
+    )
     attention: Literal["mha", "gqa", "mla", "mla-sparse", "mla-compressed", "gqa-sliding"]
     kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
         description="KV-cache bytes per token summed over all layers, per KV dtype"

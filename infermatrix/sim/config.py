@@ -90,6 +90,10 @@ class SimConfig:
     # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
     # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
     graph_max_seqs: int = -1
+    # TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request only when
+    # the KV blocks of its whole prompt + max_tokens are free besides what the running ones still
+    # need: a started request is never paused. vLLM and SGLang admit on the blocks needed now.
+    reserve_to_completion: bool = False
     attention_cp: int = 1  # prefill context parallelism: ranks a prompt's attention is split over
     # how requests reach attention-DP ranks: "balanced" (the scheduler's placement) or "random"
     # (SGLang PD decode: rank = bootstrap_room % dp, a random room per request)
@@ -106,6 +110,7 @@ class SimConfig:
     matmul_dtype: str = "bf16"
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
+    head_dim: int = 0  # 0: hidden_size / attention_heads
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
@@ -229,6 +234,7 @@ class SimConfig:
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
+            "reserve_to_completion": self.reserve_to_completion,
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
@@ -250,6 +256,7 @@ class SimConfig:
         router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
+        reserve_to_completion: bool | None = None,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -258,7 +265,9 @@ class SimConfig:
         per rank (the instance admits dp × as many), SGLang's are for the whole instance.
         ``per_rank_limits`` overrides that. ``graph_max_seqs`` is the largest decode batch per
         rank the engine captured as a CUDA/NPU graph (-1: all, 0: none); ``graph_max_tokens``
-        gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too)."""
+        gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too).
+        ``reserve_to_completion`` (default: TensorRT-LLM only) admits a request only with the
+        KV of its whole prompt + output reserved (TensorRT-LLM's GUARANTEED_NO_EVICT)."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
@@ -325,10 +334,12 @@ class SimConfig:
                              else spec_acceptance) if spec_draft_tokens else 0.0,
             stream_interval=max(1, stream_interval), graph_max_seqs=graph_max_seqs,
             attention_cp=max(1, attention_cp), instances=instances,
+            reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
+                                   else reserve_to_completion),
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
-            attention_heads=mdl.attention_heads,
+            attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
         )
         if kv_free_fraction is not None:
@@ -511,6 +522,9 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             sizes = [_resolve(v, params) for v in value]
             if all(isinstance(v, int) for v in sizes):
                 knobs[_GRAPH_LISTS[key]] = max(sizes)
+            continue
+        if key == "scheduler-config.capacity-scheduler-policy":  # TensorRT-LLM
+            knobs["reserve_to_completion"] = str(value).upper() == "GUARANTEED_NO_EVICT"
             continue
         if key == "moe-a2a-backend":
             knobs["a2a_experts"] = str(value).lower() != "none"

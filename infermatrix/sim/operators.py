@@ -76,7 +76,9 @@ class StepModel:
         L = cfg.layers
         h = cfg.hidden_size
         heads = cfg.attention_heads or max(1, h // 128)
-        head_dim = h / heads
+        # the model's own head dimension where it differs from hidden / heads: Qwen3 projects
+        # 4,096 hidden onto 64 heads of 128 (config.json head_dim), gpt-oss 2,880 onto 64 of 64
+        head_dim = cfg.head_dim or h / heads
         b = cfg.bytes_per_param
         peak = cfg.peak_flops
         attn_peak = cfg.attention_flops or peak
@@ -105,7 +107,7 @@ class StepModel:
                       + arch.mla_latent * heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head)
                       + heads * arch.mla_v_head * h)
         else:
-            p_attn = 2 * h * h + 2 * h * cfg.kv_heads * head_dim
+            p_attn = 2 * h * heads * head_dim + 2 * h * cfg.kv_heads * head_dim  # q, o; k, v
         self.experts = cfg.moe_experts if cfg.moe_experts > cfg.moe_active_experts else 0
         self.miss = 1.0
         self.k = cfg.moe_active_experts

@@ -48,7 +48,7 @@ class Seq:
     __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
                  "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
                  "first_at", "done", "aborted", "remote_kv", "rank", "quiet", "reported",
-                 "first_on_admit")
+                 "first_on_admit", "reserved")
 
     def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
                  sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0,
@@ -78,6 +78,7 @@ class Seq:
         # a decode pool's sequence whose first token (sampled by the prefill instance) reaches
         # the client only once this instance admits it (see EngineCore.joined)
         self.first_on_admit = False
+        self.reserved = 0  # KV blocks reserved to completion at admission (reserve_to_completion)
 
     @property
     def target(self) -> int:
@@ -142,6 +143,11 @@ class EngineCore:
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
         self.watermark = int(cfg.num_blocks // ranks * ADMISSION_WATERMARK)  # per rank
+        # TensorRT-LLM GUARANTEED_NO_EVICT: blocks reserved to completion by the running
+        # sequences of each rank, against the rank's whole pool
+        self.reserve = cfg.reserve_to_completion
+        self.rank_reserved = [0] * ranks
+        self.rank_blocks = cfg.num_blocks // ranks
         self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
         # sequences the last schedule() admitted whose first token is due now (first_on_admit):
         # the caller, which knows the time, hands it to their sinks
@@ -167,7 +173,7 @@ class EngineCore:
         if seq in self.running:
             self.running.remove(seq)
             self.pools[seq.rank].release(seq.blocks)
-            self.rank_seqs[seq.rank] -= 1
+            self._leave_rank(seq)
             seq.blocks = []
         else:
             try:
@@ -368,13 +374,43 @@ class EngineCore:
         best: tuple[tuple[bool, int, int, int], int, list[int]] | None = None
         for r, pool in enumerate(pools):
             matched = self._matched(seq, pool)
-            room = (self.rank_seqs[r] < self.rank_max_seqs
-                    and pool.free_blocks - self.blocks_needed(seq.target) + len(matched) >= self.watermark)
+            room = self._room(r, seq, matched)
             key = (room, len(matched), -self.rank_seqs[r], pool.free_blocks)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
         return best[1], best[2]
+
+    def _room(self, r: int, seq: Seq, matched: list[int]) -> bool:
+        """Whether rank ``r`` can take ``seq`` now: below its batch limit, with the blocks of
+        its next tokens free (above the watermark), and under reserve_to_completion with its
+        whole prompt + output reserved besides what the running sequences reserved."""
+        pool = self.pools[r]
+        return (self.rank_seqs[r] < self.rank_max_seqs
+                and pool.free_blocks - self.blocks_needed(seq.target) + len(matched) >= self.watermark
+                and (not self.reserve or not self.rank_seqs[r]
+                     or self.rank_reserved[r] + self._to_completion(seq, matched) <= self.rank_blocks))
+
+    def _to_completion(self, seq: Seq, matched: list[int]) -> int:
+        """Blocks a sequence reserves at admission: its whole prompt + output, less the cached
+        prefix it shares."""
+        return self.blocks_needed(seq.prompt_len + seq.max_tokens) - len(matched)
+
+    def _leave_rank(self, seq: Seq) -> None:
+        self.rank_seqs[seq.rank] -= 1
+        self.rank_reserved[seq.rank] -= seq.reserved
+        seq.reserved = 0
+
+    def could_admit(self) -> bool:
+        """Whether the head of the queue could join the batch at the next step. Under
+        reserve_to_completion a reservation frees only when a sequence leaves."""
+        if not self.waiting or len(self.running) >= self.cfg.max_num_seqs:
+            return False
+        if not self.reserve:
+            return True
+        seq = self.waiting[0]
+        rank, matched = self._place(seq)
+        return self._room(rank, seq, matched)
 
     def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
@@ -382,6 +418,8 @@ class EngineCore:
             rank, matched = self._place(seq)
             if self.rank_seqs[rank] >= self.rank_max_seqs:
                 break  # every rank is full
+            if self.reserve and not self._room(rank, seq, matched):
+                break  # no rank can reserve its KV to completion: wait for one to finish
             pool = self.pools[rank]
             if seq.remote_kv and not seq.admitted:
                 seq.num_computed = seq.prompt_len + seq.num_output - 1
@@ -400,6 +438,9 @@ class EngineCore:
             self.waiting.popleft()
             seq.rank = rank
             self.rank_seqs[rank] += 1
+            if self.reserve:
+                seq.reserved = self._to_completion(seq, matched)
+                self.rank_reserved[rank] += seq.reserved
             if not seq.admitted:
                 seq.admitted = True
                 if seq.first_on_admit:
@@ -420,7 +461,7 @@ class EngineCore:
         pool = self.pools[seq.rank]
         self._keep_cached(seq, pool)
         pool.release(seq.blocks)
-        self.rank_seqs[seq.rank] -= 1
+        self._leave_rank(seq)
         seq.blocks = []
         seq.num_computed = 0
         seq.committed = 0
@@ -506,7 +547,7 @@ class EngineCore:
         """Give the finished sequences' blocks back to their ranks' pools, in order."""
         for seq in finished:
             self.pools[seq.rank].release(seq.blocks)
-            self.rank_seqs[seq.rank] -= 1
+            self._leave_rank(seq)
             seq.blocks = []
             self.finished_total += 1
 
@@ -537,7 +578,7 @@ class EngineCore:
         b = self._batch if step.batched else None  # over a DecodeBatch: read from its arrays
         if (len(b if b is not None else step.entries) != len(seqs)
                 or len(seqs) > self.cfg.max_num_batched_tokens
-                or (self.waiting and len(seqs) < self.cfg.max_num_seqs)
+                or self.could_admit()
                 or not (step.pure_decode or self._prefills_complete(step))):
             return 1
         per_step = self.tokens_per_step

@@ -104,3 +104,40 @@ def test_sglang_sizes_deepseek_v4_kv_by_its_own_pools() -> None:
                                 memory_fraction=0.88)
     assert vllm.kv_pool_bytes_per_token == 0
     assert vllm.kv_capacity_tokens > 3 * plain.kv_capacity_tokens
+
+
+def _most_running(run) -> int:  # type: ignore[no-untyped-def]
+    """The most sequences holding KV at once (admission to finish)."""
+    events = sorted([(r.sent_at if r.first_token_at is None else r.first_token_at, 1)
+                     for r in run.results] + [(r.finished_at, -1) for r in run.results])
+    most = now = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
+
+
+def test_trtllm_reserves_the_whole_request_s_kv_before_admitting_it() -> None:
+    # TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request only
+    # with the KV of its prompt + output reserved; vLLM admits on what the prompt needs now and
+    # preempts when the outputs outgrow the cache
+    cat = catalog()
+
+    def cfg(engine: str) -> SimConfig:
+        return SimConfig.from_parts(cat, "H100", "llama-3.1-8b-instruct", "fp8", engine=engine,
+                                    memory_fraction=0.2, max_num_seqs=1024)
+
+    trt, vllm = cfg("trtllm"), cfg("vllm")
+    assert trt.reserve_to_completion and not vllm.reserve_to_completion
+    assert trt.summary()["reserve_to_completion"]  # shown by `sim info`
+    whole = (1024 + 4096) // trt.block_size  # blocks of one request's prompt + output
+    fits = trt.num_blocks // whole
+    reqs = [SimRequest(1024, 4096) for _ in range(3 * fits)]
+    held, free = simulate(trt, reqs), simulate(vllm, reqs)
+    assert held.preemptions == 0
+    assert _most_running(held) <= fits
+    # vLLM-style admission runs more at once and preempts as they grow
+    assert _most_running(free) > 1.3 * fits and free.preemptions > 0
+    # a recipe may switch TensorRT-LLM to MAX_UTILIZATION
+    assert not SimConfig.from_parts(cat, "H100", "llama-3.1-8b-instruct", "fp8", engine="trtllm",
+                                    reserve_to_completion=False).reserve_to_completion

@@ -191,3 +191,23 @@ def test_unset_batch_limits_take_the_engines_own_defaults_for_the_accelerator() 
     dep = SimConfig.from_parts(cat, "B200", "deepseek-r1-0528", "nvfp4", tp=4, dp=4, ep=4,
                                attention_dp=True, engine="trtllm")
     assert dep.max_num_seqs == 4 * 2048
+
+
+def test_attention_uses_the_models_head_dim_not_hidden_over_heads() -> None:
+    # Qwen3-235B projects 4,096 hidden onto 64 query heads of 128 (config.json head_dim), not
+    # of 64: q and o are 4,096 x 8,192, and every attended position costs 4 x 64 x 128 FLOPs
+    cfg = config("B200", model="qwen3-235b-a22b", precision="nvfp4", tp=4, ep=4, dp=4,
+                 attention_dp=True, engine="trtllm")
+    assert cfg.head_dim == 128
+    model, flat = StepModel(cfg), StepModel(replace(cfg, head_dim=0))
+    h = 4096
+    real, guess = 2 * h * 64 * 128 + 2 * h * 4 * 128, 2 * h * h + 2 * h * 4 * 64
+    assert model.attn_proj_w / flat.attn_proj_w == pytest.approx(real / guess)  # 2.0x
+    assert model.attn_proj_s_tok / flat.attn_proj_s_tok == pytest.approx(real / guess)
+    assert model.pre_s_pair == pytest.approx(2 * flat.pre_s_pair)
+    # a long prompt's attention costs twice the pairs' FLOPs of the flat guess
+    pairs = 8192 * 8193 / 2
+    assert model._attention_layer(8192, 1, 8192, pairs, False) > 1.9 * flat._attention_layer(
+        8192, 1, 8192, pairs, False)
+    # the catalog states it only where it differs (Llama: 8,192 / 64 = 128)
+    assert config("H200", model="llama-3.1-70b-instruct", tp=8).head_dim == 0
