@@ -72,6 +72,12 @@ class BlockPool:
         self.query_tokens += query
         self.hit_tokens += hit
 
+    def free_after_acquire(self, blocks: Sequence[int]) -> int:
+        """``free_blocks`` once ``blocks`` (from ``match``) are acquired: those nobody
+        references leave the evictable set."""
+        refs = self._refs
+        return self.free_blocks - sum(1 for b in blocks if not refs.get(b, 0))
+
     def acquire(self, blocks: Sequence[int]) -> None:
         """Reference cached blocks (from ``match``: each holds a prompt block, so is counted)."""
         refs = self._refs

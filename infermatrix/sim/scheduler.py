@@ -372,22 +372,26 @@ class EngineCore:
         if len(pools) == 1:
             return 0, self._matched(seq, pools[0])
         best: tuple[tuple[bool, int, int, int], int, list[int]] | None = None
+        need = self.blocks_needed(seq.target)  # (what _room asks, computed once for every rank)
         for r, pool in enumerate(pools):
             matched = self._matched(seq, pool)
-            room = self._room(r, seq, matched)
+            room = self._room(r, seq, matched, need)
             key = (room, len(matched), -self.rank_seqs[r], pool.free_blocks)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
         return best[1], best[2]
 
-    def _room(self, r: int, seq: Seq, matched: list[int]) -> bool:
+    def _room(self, r: int, seq: Seq, matched: list[int], need: int | None = None) -> bool:
         """Whether rank ``r`` can take ``seq`` now: below its batch limit, with the blocks of
         its next tokens free (above the watermark), and under reserve_to_completion with its
-        whole prompt + output reserved besides what the running sequences reserved."""
-        pool = self.pools[r]
-        return (self.rank_seqs[r] < self.rank_max_seqs
-                and pool.free_blocks - self.blocks_needed(seq.target) + len(matched) >= self.watermark
+        whole prompt + output reserved besides what the running sequences reserved. ``need``:
+        the blocks of ``seq.target`` tokens, if the caller has them."""
+        if self.rank_seqs[r] >= self.rank_max_seqs:
+            return False
+        if need is None:
+            need = self.blocks_needed(seq.target)
+        return (self.pools[r].free_blocks - need + len(matched) >= self.watermark
                 and (not self.reserve or not self.rank_seqs[r]
                      or self.rank_reserved[r] + self._to_completion(seq, matched) <= self.rank_blocks))
 
@@ -427,10 +431,12 @@ class EngineCore:
                 seq.num_computed = len(matched) * self.bs
             n = min(seq.target - seq.num_computed, budget)
             draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
-            pool.acquire(matched)
             need = self.blocks_needed(seq.num_computed + n + draft) - len(matched)
-            fresh = (pool.allocate(need) if pool.free_blocks - need >= self.watermark
-                     or not self.rank_seqs[rank] else None)
+            if self.rank_seqs[rank] and pool.free_after_acquire(matched) - need < self.watermark:
+                seq.num_computed = 0  # (checked before acquiring: the usual way to stop)
+                break
+            pool.acquire(matched)
+            fresh = pool.allocate(need)
             if fresh is None:
                 pool.release(matched)
                 seq.num_computed = 0

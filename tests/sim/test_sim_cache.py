@@ -31,6 +31,23 @@ def test_block_pool_shares_prefixes_and_evicts_least_recently_used() -> None:
     assert pool.reset() == 4 and pool.match(a) == [] and pool.free_blocks == 4
 
 
+def test_free_blocks_after_acquiring_a_match_is_known_before_acquiring_it() -> None:
+    """The scheduler checks a waiting sequence's room before it references its cached prefix
+    (a failed admission must not refresh that prefix in the LRU order): a matched block nobody
+    references leaves the evictable set when acquired, one already in use does not."""
+    pool = BlockPool(num_blocks=6, block_size=2)
+    a = chain_hashes(list("aabbcc"), 2)
+    held = pool.allocate(3)
+    for blk, h in zip(held, a, strict=True):
+        pool.commit(blk, h)
+    pool.release(held[2:])  # the third prompt block is cached but unreferenced
+    matched = pool.match(a)
+    expected = pool.free_after_acquire(matched)
+    assert expected == pool.free_blocks - 1
+    pool.acquire(matched)
+    assert pool.free_blocks == expected
+
+
 def test_prefix_reuse_lowers_ttft_of_a_later_turn_in_virtual_time() -> None:
     def turns(caching: bool):
         cfg = config("H100", tp=2, prefix_caching=caching)
