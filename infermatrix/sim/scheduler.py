@@ -375,23 +375,28 @@ class EngineCore:
         need = self.blocks_needed(seq.target)  # (what _room asks, computed once for every rank)
         for r, pool in enumerate(pools):
             matched = self._matched(seq, pool)
-            room = self._room(r, seq, matched, need)
-            key = (room, len(matched), -self.rank_seqs[r], pool.free_blocks)
+            free = pool.free_blocks
+            room = self._room(r, seq, matched, need, free)
+            key = (room, len(matched), -self.rank_seqs[r], free)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
         return best[1], best[2]
 
-    def _room(self, r: int, seq: Seq, matched: list[int], need: int | None = None) -> bool:
+    def _room(self, r: int, seq: Seq, matched: list[int], need: int | None = None,
+              free: int | None = None) -> bool:
         """Whether rank ``r`` can take ``seq`` now: below its batch limit, with the blocks of
         its next tokens free (above the watermark), and under reserve_to_completion with its
-        whole prompt + output reserved besides what the running sequences reserved. ``need``:
-        the blocks of ``seq.target`` tokens, if the caller has them."""
+        whole prompt + output reserved besides what the running sequences reserved. ``need``
+        (the blocks of ``seq.target`` tokens) and ``free`` (the rank's free blocks): if the
+        caller has them."""
         if self.rank_seqs[r] >= self.rank_max_seqs:
             return False
         if need is None:
             need = self.blocks_needed(seq.target)
-        return (self.pools[r].free_blocks - need + len(matched) >= self.watermark
+        if free is None:
+            free = self.pools[r].free_blocks
+        return (free - need + len(matched) >= self.watermark
                 and (not self.reserve or not self.rank_seqs[r]
                      or self.rank_reserved[r] + self._to_completion(seq, matched) <= self.rank_blocks))
 
