@@ -86,3 +86,30 @@ def precision_name(value: str, known: dict[str, Any]) -> str | None:
 def engine_name(value: str) -> str | None:
     """The engine ``value`` names ("TensorRT-LLM", "SGLang", "vLLM"), or None."""
     return ENGINE_ALIASES.get(re.sub(r"[\s_.-]+", "", value.casefold()))
+
+
+# metrics as benchmark clients and dashboards name them (vLLM/SGLang bench_serving result
+# keys, InferenceX's fields): the table's metric, and the statistic a prefix implies
+METRIC_ALIASES = {"tpot": "tpot_ms", "ttft": "ttft_ms", "e2el": "e2e_latency_ms",
+                  "e2el_ms": "e2e_latency_ms", "e2e_latency": "e2e_latency_ms",
+                  "interactivity": "output_tps_per_user", "tps_per_user": "output_tps_per_user",
+                  "output_tput_per_gpu": "output_tps_per_gpu",
+                  "output_throughput_per_gpu": "output_tps_per_gpu",
+                  "total_tput_per_gpu": "total_tps_per_gpu",
+                  "total_throughput_per_gpu": "total_tps_per_gpu",
+                  "output_throughput": "output_tps"}
+STATISTIC_PREFIXES = ("median_", "mean_", "p50_")
+
+
+def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None] | None:
+    """(table metric, statistic or None) for a metric as a client names it: "median_tpot_ms",
+    "mean_ttft_ms", "p50_e2el_ms", "output_tput_per_gpu", "interactivity"; None if unknown."""
+    name = value.casefold().strip()
+    statistic = None
+    for prefix in STATISTIC_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            statistic = "mean" if prefix == "mean_" else "median"
+            break
+    name = METRIC_ALIASES.get(name, name)
+    return (name, statistic) if name in known else None

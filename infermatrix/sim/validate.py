@@ -13,15 +13,15 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..catalog.loader import Catalog, _validation_problems  # noqa: PLC2701
 from ..catalog.schema import Parallel
 from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
-from .names import engine_name
+from .names import engine_name, metric_name
 from .tables import DATA_DIR, default_tables
 from .virtual import SimRequest, simulate
 
@@ -67,6 +67,22 @@ class PublishedRow(BaseModel):
     statistic: Literal["median", "mean"] = "median"
     """for latency metrics (TPOT, TTFT, E2E, per-user speed): over the requests"""
     value: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metric_as_clients_name_it(cls, data: Any) -> Any:
+        """"median_tpot_ms", "mean_ttft_ms", "output_tput_per_gpu" (bench_serving's and
+        InferenceX's names) read as the table's metric and statistic."""
+        if not isinstance(data, dict) or not isinstance(data.get("metric"), str):
+            return data
+        named = metric_name(data["metric"], get_args(Metric))
+        if named is None:
+            return data
+        metric, statistic = named
+        data = {**data, "metric": metric}
+        if statistic and "statistic" not in data:
+            data["statistic"] = statistic
+        return data
 
 
 def load_published(path: Path | str = PUBLISHED_FILE) -> list[PublishedRow]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from pydantic import ValidationError
 from sim_helpers import catalog
 
 from infermatrix.catalog.yamlsrc import CatalogError
@@ -130,3 +131,27 @@ def test_every_metric_reads_the_same_simulated_run() -> None:
     ttfts = [1000.0 * r.ttft for r in run.results]
     assert got["mean-ttft"] == pytest.approx(statistics.fmean(ttfts))
     assert got["median-ttft"] == pytest.approx(statistics.median(ttfts)) != got["mean-ttft"]
+
+
+def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
+    """bench_serving's result keys and InferenceX's fields ("mean_tpot_ms",
+    "output_tput_per_gpu", "interactivity") read as the table's metric and statistic, and
+    simulate the same as the table's own names; a metric the table has no equal for (ITL
+    percentiles) is still refused."""
+    row = dict(split="report", source="https://example.org", hardware="NVIDIA H100 SXM5 80GB",
+               model="meta-llama/Llama-3.1-70B-Instruct", engine="vLLM", engine_version="0.10",
+               precision="FP8", parallel={"tp": 2}, isl=1000, osl=200, concurrency=4,
+               requests=8, value=1.0)
+    pairs = [("mean_tpot_ms", {"metric": "tpot_ms", "statistic": "mean"}),
+             ("output_tput_per_gpu", {"metric": "output_tps_per_gpu"}),
+             ("interactivity", {"metric": "output_tps_per_user"})]
+    rows = []
+    for i, (alias, canonical) in enumerate(pairs):
+        rows.append(PublishedRow.model_validate({**row, "id": f"a{i}", "metric": alias}))
+        rows.append(PublishedRow.model_validate({**row, "id": f"c{i}", **canonical}))
+    assert rows[0].statistic == "mean" and rows[0].metric == "tpot_ms"
+    got = [o.simulated for o in run_rows(catalog(), rows)]
+    assert all(v and v > 0 for v in got)
+    assert got[0::2] == pytest.approx(got[1::2])
+    with pytest.raises(ValidationError):
+        PublishedRow.model_validate({**row, "id": "x", "metric": "p99_itl_ms"})
