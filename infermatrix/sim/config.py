@@ -195,6 +195,12 @@ class SimConfig:
         return self.dp if self.attention_dp else 1
 
     @property
+    def rank_max_seqs(self) -> int:
+        """Sequences one attention-DP rank runs at most: its share of the batch limit (SGLang:
+        max-running-requests // dp per DP worker); requests beyond it wait for the rank."""
+        return -(-self.max_num_seqs // self.kv_ranks)
+
+    @property
     def rank_capacity_tokens(self) -> int:
         """Tokens of KV one rank holds: the longest context one instance can serve."""
         return self.num_blocks // self.kv_ranks * self.block_size

@@ -31,7 +31,7 @@ _DATE = re.compile(r"\d{4}$")  # DeepSeek's "0528", Qwen's "2507"
 
 PRECISION_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8e4m3": "fp8",
                      "e4m3": "fp8", "int8": "w8a8-int8", "w8a8": "w8a8-int8",
-                     "w8a8int8": "w8a8-int8", "nvfp4": "nvfp4", "mxfp4": "mxfp4"}
+                     "w8a8int8": "w8a8-int8"}
 ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm",
                   "tensorrtllm": "trtllm", "tensorrt": "trtllm"}
 
@@ -67,8 +67,8 @@ def resolve(table: dict[str, Any], value: str, kind: str) -> str | None:
     hits = {name for name, item in table.items()
             if folded in {n.casefold() for n in _names_of(name, item)}}
     if not hits:
-        key = (hardware_key if kind == "hardware" else model_key)(value)
         key_of = hardware_key if kind == "hardware" else model_key
+        key = key_of(value)
         hits = {name for name, item in table.items()
                 if key and key in {key_of(n) for n in _names_of(name, item)}}
     return hits.pop() if len(hits) == 1 else None

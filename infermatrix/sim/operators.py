@@ -86,9 +86,7 @@ class StepModel:
         self.layers = L
         self.dpa = cfg.dp if cfg.attention_dp else 1
         self.random_dispatch = cfg.rank_dispatch == "random" and self.dpa > 1
-        # a rank runs at most its share of the batch limit (SGLang: max-running-requests //
-        # dp per DP worker); requests placed beyond it wait for the rank, not in its batch
-        self.rank_max_seqs = -(-cfg.max_num_seqs // self.dpa)
+        self.rank_max_seqs = cfg.rank_max_seqs  # requests placed beyond it wait, not in a batch
         self.graph_max = cfg.graph_max_seqs
         self.eager_layer_s = eager.floor_us * US
         tpa = cfg.tp // cfg.dp if cfg.attention_dp else cfg.tp

@@ -134,7 +134,7 @@ class EngineCore:
                       for _ in range(ranks)]
         self.pool = RankPools(self.pools)  # the instance's view (metrics, router, resets)
         self.rank_seqs = [0] * ranks  # running sequences per rank
-        self.rank_max_seqs = -(-cfg.max_num_seqs // ranks)
+        self.rank_max_seqs = cfg.rank_max_seqs
         self.bs = cfg.block_size
         self.draft = cfg.spec_draft_tokens
         # expected accepted draft tokens per step (chain acceptance a + a² + … + a^k)
@@ -364,38 +364,28 @@ class EngineCore:
             matched.pop()
         return matched
 
-    def _place(self, seq: Seq) -> tuple[int, list[int]]:
-        """The attention-DP rank for a sequence being admitted, and its cached blocks there:
-        among ranks with room, the longest cached prefix, then the fewest sequences, then the
-        most free blocks."""
-        pools = self.pools
-        if len(pools) == 1:
-            return 0, self._matched(seq, pools[0])
+    def _place(self, seq: Seq) -> tuple[int, list[int], bool]:
+        """The attention-DP rank for a sequence being admitted, its cached blocks there and
+        whether the rank has room for it (``_room``): among ranks with room, the longest cached
+        prefix, then the fewest sequences, then the most free blocks."""
+        need = self.blocks_needed(seq.target)
         best: tuple[tuple[bool, int, int, int], int, list[int]] | None = None
-        need = self.blocks_needed(seq.target)  # (what _room asks, computed once for every rank)
-        for r, pool in enumerate(pools):
+        for r, pool in enumerate(self.pools):
             matched = self._matched(seq, pool)
             free = pool.free_blocks
-            room = self._room(r, seq, matched, need, free)
-            key = (room, len(matched), -self.rank_seqs[r], free)
+            key = (self._room(r, seq, matched, need, free), len(matched), -self.rank_seqs[r], free)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
-        return best[1], best[2]
+        return best[1], best[2], best[0][0]
 
-    def _room(self, r: int, seq: Seq, matched: list[int], need: int | None = None,
-              free: int | None = None) -> bool:
-        """Whether rank ``r`` can take ``seq`` now: below its batch limit, with the blocks of
-        its next tokens free (above the watermark), and under reserve_to_completion with its
-        whole prompt + output reserved besides what the running sequences reserved. ``need``
-        (the blocks of ``seq.target`` tokens) and ``free`` (the rank's free blocks): if the
-        caller has them."""
+    def _room(self, r: int, seq: Seq, matched: list[int], need: int, free: int) -> bool:
+        """Whether rank ``r`` (``free`` blocks free) can take ``seq`` (``need`` blocks for its
+        target): below its batch limit, with those blocks free above the watermark, and under
+        reserve_to_completion with its whole prompt + output reserved besides what the running
+        sequences reserved."""
         if self.rank_seqs[r] >= self.rank_max_seqs:
             return False
-        if need is None:
-            need = self.blocks_needed(seq.target)
-        if free is None:
-            free = self.pools[r].free_blocks
         return (free - need + len(matched) >= self.watermark
                 and (not self.reserve or not self.rank_seqs[r]
                      or self.rank_reserved[r] + self._to_completion(seq, matched) <= self.rank_blocks))
@@ -417,17 +407,15 @@ class EngineCore:
             return False
         if not self.reserve:
             return True
-        seq = self.waiting[0]
-        rank, matched = self._place(seq)
-        return self._room(rank, seq, matched)
+        return self._place(self.waiting[0])[2]
 
     def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
             seq = self.waiting[0]
-            rank, matched = self._place(seq)
+            rank, matched, room = self._place(seq)
             if self.rank_seqs[rank] >= self.rank_max_seqs:
                 break  # every rank is full
-            if self.reserve and not self._room(rank, seq, matched):
+            if self.reserve and not room:
                 break  # no rank can reserve its KV to completion: wait for one to finish
             pool = self.pools[rank]
             if seq.remote_kv and not seq.admitted:

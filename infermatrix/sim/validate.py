@@ -36,7 +36,7 @@ SPLITS = ("calibrate", "report")
 
 
 def _engine(value: Any) -> Any:
-    return engine_name(value) or value if isinstance(value, str) else value
+    return (engine_name(value) or value) if isinstance(value, str) else value
 
 
 class PublishedRow(BaseModel):
