@@ -81,15 +81,35 @@ class _Turn:
     first: bool  # the lane's first request: mid-session, cold cache, never measured
 
 
+@dataclass(frozen=True)
+class _SessionPlan:
+    """The requests one session makes from turn ``start`` on, the same at every level (a lane
+    sends a prefix of them): per turn (index, prompt tokens, output tokens, prefix-cache
+    hashes, tool delay after it). A prompt that grows turn by turn has the first hashes of
+    one ``chain`` (a count in ``turns``, sliced when sent: one tuple a session, not one a
+    turn); a full-context prompt has its own tuple. ``cut``: the session ended early because
+    its next turn would pass the context limit (the lane starts its next session at once)."""
+
+    conversation_id: str
+    turns: list[tuple[int, int, int, int | tuple[int, ...], float]]
+    cut: bool
+    chain: tuple[int, ...] = ()
+
+    def hashes(self, ref: int | tuple[int, ...]) -> tuple[int, ...]:
+        return self.chain[:ref] if isinstance(ref, int) else ref
+
+
 class _Lanes:
     """The requests of ``agents`` closed-loop lanes: ``turns`` each, or, with a pace, as many
-    as reach ``until`` seconds."""
+    as reach ``until`` seconds. ``sessions`` and ``plans`` are kept across the levels of a
+    search (drawing and hashing a session are deterministic)."""
 
     def __init__(self, source: SessionSource, tok: Tokenizer, block_size: int, agents: int,
-                 s: CapacitySettings, sessions: dict[int, Session] | None = None) -> None:
+                 s: CapacitySettings, sessions: dict[int, Session] | None = None,
+                 plans: dict[tuple[int, int, int], _SessionPlan] | None = None) -> None:
         self.source, self.tok, self.bs, self.agents, self.s = source, tok, block_size, agents, s
-        # drawn sessions, kept across the levels of a search (drawing one is deterministic)
         self.sessions = {} if sessions is None else sessions
+        self.plans = {} if plans is None else plans
 
     def session(self, index: int) -> Session:
         got = self.sessions.get(index)
@@ -120,40 +140,59 @@ class _Lanes:
             index = k + use * self.agents
             use += 1
             session = self.session(index)
-            reuse = index // len(self.source)
-            cid = session.conversation_id if not reuse else f"{session.conversation_id}#{reuse}"
             start = rng.randrange(len(session.turns)) if self.s.mid_session and made == 0 else 0
-            context: list[tuple[Hashable, int]] = []
-            for t in range(start):  # earlier turns already in the context (mid-session start)
-                self._add(context, session, cid, t)
-            delta = session.context == "delta"
-            # delta: the prompt grows turn by turn; its first `hashed` segments (`held` tokens)
-            # are hashed already
-            hasher, hashed, held = SegmentHasher(self.bs), 0, 0
-            for t in range(start, len(session.turns)):
+            plan = self.plan(index, start)
+            cid = plan.conversation_id
+            for t, tokens, output_tokens, ref, tool_delay in plan.turns:
                 if enough():
                     return
-                turn = session.turns[t]
-                grown = self._add(list(context) if delta else [], session, cid, t, answer=False)
-                tokens = held + sum(n for _, n in grown[hashed:])
-                if (self.s.max_context_tokens
-                        and tokens + turn.output_tokens > self.s.max_context_tokens):
-                    delay = 0.0  # the client ends the session and starts the next one at once
-                    break
-                if delta:  # grown extends the prompt hashed so far
-                    for ident, n in grown[hashed:]:
-                        hasher.add(ident, n)
-                    hashed, held, hashes = len(grown), tokens, hasher.hashes
-                else:
-                    hashes = segment_hashes(grown, self.bs)
-                reqs.append(SimRequest(tokens, turn.output_tokens, hashes=hashes, session=cid,
-                                       after=prev, delay=delay))
+                reqs.append(SimRequest(tokens, output_tokens, hashes=plan.hashes(ref),
+                                       session=cid, after=prev, delay=delay))
                 info.append(_Turn(k, cid, t, made == 0))
                 prev, made = len(reqs) - 1, made + 1
                 if pace is not None:
-                    clock += delay + pace.ttft + turn.output_tokens / pace.speed
-                context = grown + [(("answer", cid, t), turn.output_tokens)]
-                delay = turn.tool_delay_s
+                    clock += delay + pace.ttft + output_tokens / pace.speed
+                delay = tool_delay
+            if plan.cut:
+                delay = 0.0  # the client ends the session and starts the next one at once
+
+    def plan(self, index: int, start: int) -> _SessionPlan:
+        """Session ``index``'s requests from turn ``start`` on (drawn and hashed once)."""
+        key = (index, start, self.bs)
+        got = self.plans.get(key)
+        if got is None:
+            got = self.plans[key] = self._plan(index, start)
+        return got
+
+    def _plan(self, index: int, start: int) -> _SessionPlan:
+        session = self.session(index)
+        reuse = index // len(self.source)
+        cid = session.conversation_id if not reuse else f"{session.conversation_id}#{reuse}"
+        context: list[tuple[Hashable, int]] = []
+        for t in range(start):  # earlier turns already in the context (mid-session start)
+            self._add(context, session, cid, t)
+        delta = session.context == "delta"
+        # delta: the prompt grows turn by turn; its first `hashed` segments (`held` tokens)
+        # are hashed already
+        hasher, hashed, held = SegmentHasher(self.bs), 0, 0
+        out: list[tuple[int, int, int, int | tuple[int, ...], float]] = []
+        for t in range(start, len(session.turns)):
+            turn = session.turns[t]
+            grown = self._add(list(context) if delta else [], session, cid, t, answer=False)
+            tokens = held + sum(n for _, n in grown[hashed:])
+            if (self.s.max_context_tokens
+                    and tokens + turn.output_tokens > self.s.max_context_tokens):
+                return _SessionPlan(cid, out, True, hasher.hashes)
+            hashes: int | tuple[int, ...]
+            if delta:  # grown extends the prompt hashed so far
+                for ident, n in grown[hashed:]:
+                    hasher.add(ident, n)
+                hashed, held, hashes = len(grown), tokens, hasher.count
+            else:
+                hashes = segment_hashes(grown, self.bs)
+            out.append((t, tokens, turn.output_tokens, hashes, turn.tool_delay_s))
+            context = grown + [(("answer", cid, t), turn.output_tokens)]
+        return _SessionPlan(cid, out, False, hasher.hashes)
 
     def _add(self, context: list[tuple[Hashable, int]], session: Session, cid: str, t: int,
              answer: bool = True) -> list[tuple[Hashable, int]]:
@@ -245,6 +284,7 @@ class VirtualLevels:
         self.block_size = 0
         self.paces: dict[int, _Pace] = {}  # agents -> how fast its turns went
         self.sessions: dict[int, Session] = {}  # the source's sessions drawn so far
+        self.plans: dict[tuple[int, int, int], _SessionPlan] = {}  # and their requests
 
     def _config(self, agents: int) -> SimConfig:
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
@@ -256,7 +296,8 @@ class VirtualLevels:
 
     def measure(self, agents: int) -> dict[str, Any]:
         sim = self._config(agents)
-        lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s, self.sessions)
+        lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s, self.sessions,
+                       self.plans)
         t_stop = self.s.warmup_s + self.s.duration_s
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
         # else by the nearest above (maybe too few, then replayed at this level's own pace)
@@ -273,7 +314,9 @@ class VirtualLevels:
             self.paces[agents] = _Pace.of(run)
             if _lanes_cover(run, info, agents, t_stop):
                 break
-            pace, until = self.paces[agents], COVER_MARGIN * until
+            # replayed twice as far: lanes whose turns are refused at once (over the
+            # context limit) outrun any pace, and turns planned past the close cost nothing
+            pace, until = self.paces[agents], 2 * until
         summary = summarize(_outcome(run, info, agents, self.s, self.source, self.model))
         summary["between"] = {"fresh_deployment": True}
         summary["elapsed_s"] = run.wall_seconds

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from itertools import takewhile
+from operator import countOf
 
 
 def chain_hashes(tokens: Sequence[Hashable], block_size: int) -> tuple[int, ...]:
@@ -56,13 +58,8 @@ class BlockPool:
         """The cached blocks of the longest cached prefix (not yet referenced)."""
         if not self.caching:
             return []
-        out = []
-        for h in hashes:
-            block = self._block_of.get(h)
-            if block is None:
-                break
-            out.append(block)
-        return out
+        block_of = self._block_of  # (C-level loops: this runs per rank at every placement)
+        return list(map(block_of.__getitem__, takewhile(block_of.__contains__, hashes)))
 
     def probe(self, hashes: Sequence[int]) -> int:
         """Cached prefix length in tokens, without touching anything (for the router)."""
@@ -76,7 +73,7 @@ class BlockPool:
         """``free_blocks`` once ``blocks`` (from ``match``) are acquired: those nobody
         references leave the evictable set."""
         refs = self._refs
-        return self.free_blocks - sum(1 for b in blocks if not refs.get(b, 0))
+        return self.free_blocks - countOf(map(refs.get, blocks), None)  # (counts are >= 1)
 
     def acquire(self, blocks: Sequence[int]) -> None:
         """Reference cached blocks (from ``match``: each holds a prompt block, so is counted)."""
@@ -107,11 +104,20 @@ class BlockPool:
         return out  # each referenced once, by the caller: implicit (see _refs)
 
     def commit(self, block: int, h: int) -> None:
-        """A block now holds the KV of a full prompt block with hash ``h``: share it."""
-        if self.caching and h not in self._block_of:
-            self._block_of[h] = block
-            self._hash_of[block] = h
-            self._refs.setdefault(block, 1)  # shareable now: counted from here on
+        """A block now holds the KV of a full prompt block with hash ``h``: share it (unless
+        another block shares that prompt block already)."""
+        self.commit_many((block,), (h,))
+
+    def commit_many(self, blocks: Sequence[int], hashes: Sequence[int]) -> None:
+        """``commit`` of each block with its hash, in order."""
+        if not self.caching:
+            return
+        block_of, hash_of, refs = self._block_of, self._hash_of, self._refs
+        for block, h in zip(blocks, hashes, strict=True):
+            if h not in block_of:
+                block_of[h] = block
+                hash_of[block] = h
+                refs.setdefault(block, 1)
 
     def release(self, blocks: Sequence[int]) -> None:
         # release the tail first so a prompt's last blocks are evicted before its first ones
@@ -121,16 +127,17 @@ class BlockPool:
             # the common case (no block shared, none holding a prompt block): in bulk
             self._free.extend(tail_first)
             return
+        hash_of, lru, free = self._hash_of, self._lru, self._free
         for b in tail_first:
             n = refs.get(b, 1) - 1
             if n:
                 refs[b] = n
                 continue
             refs.pop(b, None)
-            if b in self._hash_of:
-                self._lru[b] = None
+            if b in hash_of:
+                lru[b] = None
             else:
-                self._free.append(b)
+                free.append(b)
 
     def reset(self) -> int:
         """Forget every cached prefix (blocks in use keep their KV but are shared no more)."""

@@ -522,9 +522,8 @@ class EngineCore:
     def _commit(self, seq: Seq) -> None:
         full = min(seq.num_computed // self.bs, len(seq.hashes))
         if full > seq.committed:
-            pool = self.pools[seq.rank]
-            for j in range(seq.committed, full):
-                pool.commit(seq.blocks[j], seq.hashes[j])
+            done = seq.committed
+            self.pools[seq.rank].commit_many(seq.blocks[done:full], seq.hashes[done:full])
             seq.committed = full
 
     def _keep_cached(self, seq: Seq, pool: BlockPool) -> None:

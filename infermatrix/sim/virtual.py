@@ -241,3 +241,8 @@ class SegmentHasher:
     @property
     def hashes(self) -> tuple[int, ...]:
         return tuple(self._out)
+
+    @property
+    def count(self) -> int:
+        """How many hashes there are so far (``hashes`` later starts with that many of them)."""
+        return len(self._out)
