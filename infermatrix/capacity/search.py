@@ -184,8 +184,7 @@ def margin(level: dict[str, Any], tier: SloTier, max_error_rate: float) -> float
     of its P25 speed to the floor and of the TTFT ceiling to its P95 TTFT; None when the
     level is judged on something else (errors, nothing completed)."""
     speed, ttft_ms = level.get("p25_output_speed"), level.get("p95_ttft_ms")
-    if (not level.get("completed") or level.get("error_rate", 0.0) > max_error_rate
-            or not speed or not ttft_ms or speed <= 0 or ttft_ms <= 0):
+    if not _judged(level, max_error_rate) or not speed or not ttft_ms or speed <= 0 or ttft_ms <= 0:
         return None
     return min(math.log(speed / tier.min_output_speed),
                math.log(tier.max_ttft_s * 1000.0 / ttft_ms))
@@ -193,11 +192,38 @@ def margin(level: dict[str, Any], tier: SloTier, max_error_rate: float) -> float
 
 def crossing(lo_level: dict[str, Any], hi_level: dict[str, Any], lo: int, hi: int,
              tier: SloTier, max_error_rate: float) -> int | None:
-    """Where the margin, linear between the bracket's ends, crosses zero: a level strictly
-    inside the middle half of [lo, hi]; None when the margins cannot say."""
-    m_lo, m_hi = (margin(lv, tier, max_error_rate) for lv in (lo_level, hi_level))
-    if m_lo is None or m_hi is None or not m_lo >= 0 > m_hi:
-        return None
-    at = lo + (hi - lo) * m_lo / (m_lo - m_hi)
+    """Where the tier is crossed between the bracket's ends: a level strictly inside the middle
+    half of [lo, hi]; None when the levels cannot say.
+
+    Each criterion that fails at ``hi`` (and passes at ``lo``) is interpolated in the quantity
+    that grows linearly with agents once the deployment saturates: the P95 TTFT (the queue
+    wait; by Little's law a closed loop's response time is linear in its population past
+    saturation) and 1 / P25 speed (decode shared by the batch); the nearest crossing wins.
+    Below saturation both are flatter, so the guess errs low, and the level just above it
+    (``next_level``'s "across") closes the bracket. Otherwise (judged on errors, say), the
+    log margin is interpolated."""
+    limits = ((_inverse(lo_level, "p25_output_speed"), _inverse(hi_level, "p25_output_speed"),
+               1.0 / tier.min_output_speed),
+              (lo_level.get("p95_ttft_ms"), hi_level.get("p95_ttft_ms"), tier.max_ttft_s * 1000.0))
+    ats = [lo + (hi - lo) * (limit - a) / (b - a) for a, b, limit in limits
+           if a is not None and b is not None and a <= limit < b]
+    if ats and all(_judged(lv, max_error_rate) for lv in (lo_level, hi_level)):
+        at = min(ats)
+    else:
+        m_lo, m_hi = (margin(lv, tier, max_error_rate) for lv in (lo_level, hi_level))
+        if m_lo is None or m_hi is None or not m_lo >= 0 > m_hi:
+            return None
+        at = lo + (hi - lo) * m_lo / (m_lo - m_hi)
     quarter = (hi - lo) / 4.0
     return min(max(round(at), math.ceil(lo + quarter)), math.floor(hi - quarter))
+
+
+def _inverse(level: dict[str, Any], key: str) -> float | None:
+    value = level.get(key)
+    return 1.0 / value if value else None
+
+
+def _judged(level: dict[str, Any], max_error_rate: float) -> bool:
+    """The level is judged on its speed and TTFT (it completed requests, within the error
+    budget), as ``margin`` requires."""
+    return bool(level.get("completed")) and level.get("error_rate", 0.0) <= max_error_rate

@@ -118,3 +118,37 @@ def test_relative_resolution_is_bounded() -> None:
     for pct in (-1, 51):
         with pytest.raises(ValueError):
             CapacitySearch(measure, [SLO20], resolution_pct=pct)
+
+
+def queueing_levels(knee: int, ms_per_agent: float):
+    """A saturated closed loop: P95 TTFT flat up to ``knee`` agents, then growing linearly
+    (Little's law: the queue wait of a saturated server is linear in its population), while
+    the output speed stays far above the floor (the queue is before the first token)."""
+    measured: list[int] = []
+
+    async def measure(c: int) -> dict[str, Any]:
+        measured.append(c)
+        return {"completed": 10, "error_rate": 0.0, "p25_output_speed": 150.0,
+                "p95_ttft_ms": 150.0 + ms_per_agent * max(0, c - knee)}
+
+    return measure, measured
+
+
+@pytest.mark.parametrize("knee,ms_per_agent", [(1200, 27.0), (300, 120.0), (40, 900.0)])
+def test_a_ttft_bound_tier_is_guessed_from_the_queueing_line(knee: int, ms_per_agent: float
+                                                             ) -> None:
+    """The guess interpolates the TTFT itself (linear past saturation, flat before): it lands
+    at or below the crossing, never past it, and the search needs no more levels than
+    bisecting the same bracket."""
+    measure, measured = queueing_levels(knee, ms_per_agent)
+    t = asyncio.run(CapacitySearch(measure, [SLO20], start=8, resolution=8, resolution_pct=5,
+                                   max_concurrency=4096).run()).tiers[0]
+    crossing = knee + (SLO20.max_ttft_s * 1000.0 - 150.0) / ms_per_agent
+    assert t.passing_concurrency <= crossing < t.first_failing
+    assert t.first_failing - t.passing_concurrency <= max(8, 0.05 * t.passing_concurrency)
+    coarse = [c for c in measured if c & (c - 1) == 0]  # 8, 16, ... up to the first fail
+    assert measured[len(coarse)] <= crossing, measured  # the first guess errs low
+    bisecting, measured_bisect = queueing_levels(knee, ms_per_agent)
+    asyncio.run(CapacitySearch(bisecting, [SLO20], start=8, resolution=8,
+                               max_concurrency=4096).run())
+    assert len(measured) <= len(measured_bisect), (measured, measured_bisect)
