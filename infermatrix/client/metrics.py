@@ -87,13 +87,17 @@ def stats_ms(
 ) -> dict[str, float | None]:
     """mean/median/std/pNN of ``xs_s`` (seconds) as ``*_{name}_ms`` keys; None when empty."""
     out: dict[str, float | None] = {}
-    xs = np.asarray(xs_s, dtype=np.float64) * 1000.0
+    xs = np.asarray(xs_s, dtype=np.float64) * 1000.0  # a fresh array: ours to reorder
     pcts = list(percentiles) if with_pcts else []
-    # numpy's default percentile is the linear interpolation of ``percentile`` above
-    values = np.percentile(xs, [50, *pcts]).tolist() if xs.size else [None] * (1 + len(pcts))
-    out[f"mean_{name}_ms"] = float(xs.mean()) if xs.size else None
+    mean = float(xs.mean()) if xs.size else None
+    std = float(xs.std()) if xs.size else None
+    # numpy's default percentile is the linear interpolation of ``percentile`` above; it may
+    # partition ``xs`` in place (the mean and std, whose sums depend on the order, come first)
+    values = (np.percentile(xs, [50, *pcts], overwrite_input=True).tolist() if xs.size
+              else [None] * (1 + len(pcts)))
+    out[f"mean_{name}_ms"] = mean
     out[f"median_{name}_ms"] = values[0]
-    out[f"std_{name}_ms"] = float(xs.std()) if xs.size else None
+    out[f"std_{name}_ms"] = std
     for p, v in zip(pcts, values[1:], strict=True):
         out[f"{pct_key(p)}_{name}_ms"] = v
     return out

@@ -81,7 +81,9 @@ def level_result(level: SimulatedLevel) -> dict[str, Any]:
 
     cfg, run = level.bench, level.run
     records = []
-    retokenized = []  # the simulated text is one word per token: its word count is known
+    # the simulated text is one word per token: its re-tokenized length is the token count, so
+    # no text is made (the metrics need only the counts, one token per event)
+    retokenized = []
     for res in run.results:
         rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
                             output_len_requested=res.max_tokens, start=res.sent_at,
@@ -92,8 +94,7 @@ def level_result(level: SimulatedLevel) -> dict[str, Any]:
         elif res.completion_tokens:
             # one word per token: the word tokenizer counts what usage says, exactly
             rec.event_times = res.token_times  # a numpy array: the metrics take it as is
-            rec.event_texts = [" the"] * len(rec.event_times)
-            retokenized.append(len(rec.event_texts))
+            retokenized.append(len(rec.event_times))
             rec.usage_completion_tokens = res.completion_tokens
             rec.usage_prompt_tokens = res.prompt_tokens
         else:
