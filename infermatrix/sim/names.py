@@ -113,3 +113,30 @@ def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None] | 
             break
     name = METRIC_ALIASES.get(name, name)
     return (name, statistic) if name in known else None
+
+
+# a parallelism as pages write it: "TP8", "TP=4 DP=2 EP=4", "TP8 + EP8", "DEP16" (TensorRT-LLM:
+# attention DP and EP over n GPUs), "TEP8" (tensor and expert parallel), "attention-DP"
+_DEGREE = re.compile(r"(dep|tep|tp|pp|dp|ep|cp)\s*=?\s*(\d+)", re.IGNORECASE)
+# "attention-DP", "DP attention", "DP8 attention", "ADP": the words go, a DP degree stays
+_ATTENTION_DP = re.compile(r"attention(?:[\s_-]*dp\b)?|\badp\b|\bdp(?=[\s_-]*attention)",
+                           re.IGNORECASE)
+
+
+def parallel_spec(text: str) -> dict[str, Any] | None:
+    """The catalog's ``parallel`` fields for a parallelism written as a page writes it; None
+    when the text holds anything else (so a typo is refused, not read as TP1)."""
+    spec: dict[str, Any] = {}
+    rest = _ATTENTION_DP.sub(" ", text)
+    if rest != text:
+        spec["attention_dp"] = True
+    for kind, n in _DEGREE.findall(rest):
+        degree, kind = int(n), kind.casefold()
+        if kind in ("dep", "tep"):  # n GPUs: tensor-split layers, experts over all n
+            spec.update(tp=degree, ep=degree)
+            if kind == "dep":
+                spec.update(attention_dp=True, dp=degree)
+        else:
+            spec[kind] = degree
+    leftover = _SPLIT.sub("", _DEGREE.sub("", rest))
+    return spec if _DEGREE.search(rest) and not leftover else None

@@ -21,7 +21,7 @@ from ..catalog.loader import Catalog, _validation_problems  # noqa: PLC2701
 from ..catalog.schema import Parallel
 from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
-from .names import engine_name, metric_name
+from .names import engine_name, metric_name, parallel_spec
 from .tables import DATA_DIR, default_tables
 from .virtual import SimRequest, simulate
 
@@ -39,6 +39,17 @@ def _engine(value: Any) -> Any:
     return (engine_name(value) or value) if isinstance(value, str) else value
 
 
+def _parallel(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    spec = parallel_spec(value)
+    if spec is None:
+        raise ValueError(f"parallelism {value!r} not understood: write it as a page does (TP8, "
+                         "TP8 EP8, DEP8, TP=4 DP=2 EP=4, TP4 + attention-DP) or as fields "
+                         "({tp: 8, ep: 8})")
+    return spec
+
+
 class PublishedRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -53,7 +64,8 @@ class PublishedRow(BaseModel):
     engine_version: str
     precision: str
     recipe: str | None = None
-    parallel: Parallel | None = None
+    parallel: Annotated[Parallel | None, BeforeValidator(_parallel)] = None
+    """fields, or as a page writes it: "TP8 EP8", "DEP16", "TP=4 DP=2 EP=4" (names.parallel_spec)"""
     knobs: dict[str, Any] = Field(default_factory=dict)
     isl: Annotated[int, Field(ge=1)] | None = None
     osl: Annotated[int, Field(ge=1)] | None = None

@@ -155,3 +155,25 @@ def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
     assert got[0::2] == pytest.approx(got[1::2])
     with pytest.raises(ValidationError):
         PublishedRow.model_validate({**row, "id": "x", "metric": "p99_itl_ms"})
+
+
+@pytest.mark.parametrize("text,fields", [
+    ("TP8", {"tp": 8}),
+    ("TP=4 DP=2 EP=4", {"tp": 4, "dp": 2, "ep": 4}),  # AA-AgentPerf's spelling
+    ("TP8 + EP8", {"tp": 8, "ep": 8}),
+    ("DEP16", {"tp": 16, "ep": 16, "dp": 16, "attention_dp": True}),  # TensorRT-LLM's
+    ("TEP8", {"tp": 8, "ep": 8}),
+    ("TP4 + EP4, attention-DP", {"tp": 4, "ep": 4, "dp": 4, "attention_dp": True}),
+    ("DP8 attention, TP8", {"tp": 8, "dp": 8, "attention_dp": True}),
+])
+def test_a_row_may_write_its_parallelism_as_a_page_does(text: str, fields: dict) -> None:
+    """A parallelism string reads as the same deployment as the catalog's fields; anything it
+    does not understand is refused (not read as one GPU)."""
+    row = dict(id="p", split="report", source="https://example.org", hardware="H200",
+               model="deepseek-r1-0528", engine="sglang", engine_version="0.5", precision="fp8",
+               isl=1000, osl=200, concurrency=4, metric="tpot_ms", value=1.0)
+    assert PublishedRow.model_validate({**row, "parallel": text}).parallel == \
+        PublishedRow.model_validate({**row, "parallel": fields}).parallel
+    for bad in ("TP8 bogus", "EP", "attention-DP", ""):
+        with pytest.raises(ValidationError, match="not understood"):
+            PublishedRow.model_validate({**row, "parallel": bad})
