@@ -3,9 +3,9 @@
 Coarse doubling from ``start`` until a level fails (or ``max_concurrency`` passes), then a
 fine search between the last pass and the first fail until they are ``resolution`` agents apart,
 or ``resolution_pct`` percent of the passing level (whichever allows more). The fine search
-bisects, except that with a relative resolution it first guesses where the tier's margin
-crosses zero (see ``guess``) and probes just across that guess, so a good guess closes the
-bracket in two levels instead of log2(bracket / resolution).
+bisects, except that with a relative resolution it first guesses where the tier is crossed
+(see ``crossing``) and probes just across that guess, so a good guess closes the bracket in
+two levels instead of log2(bracket / resolution).
 A time budget stops the search where it is: a tier not yet bounded is reported unbounded.
 Assumes passing is monotone in concurrency (more agents never make things better). Levels are
 measured once and shared by every tier, and a tier starts from the bracket the levels already
