@@ -54,14 +54,15 @@ class PublishedRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    split: Literal["calibrate", "report"]
+    split: Literal["calibrate", "report"] = "report"
+    """a row nothing was fitted on is a report row: the default, for a table from elsewhere"""
     source: Annotated[str, Field(pattern=r"^https?://")]
     note: str = ""
     hardware: str
     model: str
     engine: Annotated[Literal["vllm", "sglang", "trtllm"], BeforeValidator(_engine)]
     """as the source spells it: "TensorRT-LLM", "SGLang", "vLLM" …"""
-    engine_version: str
+    engine_version: str = "unstated"
     precision: str
     recipe: str | None = None
     parallel: Annotated[Parallel | None, BeforeValidator(_parallel)] = None

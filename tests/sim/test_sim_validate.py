@@ -177,3 +177,20 @@ def test_a_row_may_write_its_parallelism_as_a_page_does(text: str, fields: dict)
     for bad in ("TP8 bogus", "EP", "attention-DP", ""):
         with pytest.raises(ValidationError, match="not understood"):
             PublishedRow.model_validate({**row, "parallel": bad})
+
+
+def test_a_row_from_elsewhere_needs_no_split_or_engine_version(tmp_path: Path) -> None:
+    """A table from another source names what was measured; what the table's own discipline
+    adds (the split) and what the simulation does not read (the engine build) may be left out:
+    such a row is a report row (nothing was fitted on it). What was measured stays required."""
+    row = ("- id: x\n  source: https://example.org\n  hardware: NVIDIA H200\n"
+           "  model: DeepSeek-R1-0528\n  engine: SGLang\n  precision: FP8\n  parallel: TP8\n"
+           "  isl: 1024\n  osl: 1024\n  concurrency: 4\n  metric: median_tpot_ms\n"
+           "  value: 9.73\n")
+    table = tmp_path / "theirs.yaml"
+    table.write_text(row)
+    (got,) = load_published(table)
+    assert (got.split, got.engine_version, got.metric) == ("report", "unstated", "tpot_ms")
+    table.write_text(row.replace("  osl: 1024\n", ""))
+    with pytest.raises(CatalogError, match="needs isl and osl"):
+        load_published(table)
