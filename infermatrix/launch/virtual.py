@@ -81,8 +81,8 @@ def level_result(level: SimulatedLevel) -> dict[str, Any]:
 
     cfg, run = level.bench, level.run
     records = []
-    # the simulated text is one word per token: its re-tokenized length is the token count, so
-    # no text is made (the metrics need only the counts, one token per event)
+    # the simulated text is one word per token, so its re-tokenized length is the token count
+    # and no text need be made (the metrics read only the counts, one token per event)
     retokenized = []
     for res in run.results:
         rec = RequestRecord(index=res.index, prompt_len=res.prompt_tokens,
@@ -92,7 +92,6 @@ def level_result(level: SimulatedLevel) -> dict[str, Any]:
         if res.error is not None:
             rec.error, rec.error_detail = "rejected", res.error
         elif res.completion_tokens:
-            # one word per token: the word tokenizer counts what usage says, exactly
             rec.event_times = res.token_times  # a numpy array: the metrics take it as is
             retokenized.append(len(rec.event_times))
             rec.usage_completion_tokens = res.completion_tokens

@@ -84,7 +84,7 @@ class StepModel:
         attn_peak = cfg.attention_flops or peak
         bw = cfg.hbm_bw
         self.layers = L
-        self.dpa = cfg.dp if cfg.attention_dp else 1
+        self.dpa = cfg.kv_ranks  # attention-DP ranks (1 without attention DP)
         self.random_dispatch = cfg.rank_dispatch == "random" and self.dpa > 1
         self.rank_max_seqs = cfg.rank_max_seqs  # requests placed beyond it wait, not in a batch
         self.graph_max = cfg.graph_max_seqs

@@ -133,15 +133,20 @@ def test_every_metric_reads_the_same_simulated_run() -> None:
     assert got["median-ttft"] == pytest.approx(statistics.median(ttfts)) != got["mean-ttft"]
 
 
+# a published row the tests below vary: what was measured, as a page would give it
+ROW = dict(split="report", source="https://example.org", hardware="H200", model="deepseek-r1-0528",
+           engine="sglang", engine_version="0.5", precision="fp8", isl=1000, osl=200,
+           concurrency=4, value=1.0)
+
+
 def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
     """bench_serving's result keys and InferenceX's fields ("mean_tpot_ms",
     "output_tput_per_gpu", "interactivity") read as the table's metric and statistic, and
     simulate the same as the table's own names; a metric the table has no equal for (ITL
     percentiles) is still refused."""
-    row = dict(split="report", source="https://example.org", hardware="NVIDIA H100 SXM5 80GB",
-               model="meta-llama/Llama-3.1-70B-Instruct", engine="vLLM", engine_version="0.10",
-               precision="FP8", parallel={"tp": 2}, isl=1000, osl=200, concurrency=4,
-               requests=8, value=1.0)
+    row = dict(ROW, hardware="NVIDIA H100 SXM5 80GB", model="meta-llama/Llama-3.1-70B-Instruct",
+               engine="vLLM", engine_version="0.10", precision="FP8", parallel={"tp": 2},
+               requests=8)
     pairs = [("mean_tpot_ms", {"metric": "tpot_ms", "statistic": "mean"}),
              ("output_tput_per_gpu", {"metric": "output_tps_per_gpu"}),
              ("interactivity", {"metric": "output_tps_per_user"})]
@@ -169,9 +174,7 @@ def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
 def test_a_row_may_write_its_parallelism_as_a_page_does(text: str, fields: dict) -> None:
     """A parallelism string reads as the same deployment as the catalog's fields; anything it
     does not understand is refused (not read as one GPU)."""
-    row = dict(id="p", split="report", source="https://example.org", hardware="H200",
-               model="deepseek-r1-0528", engine="sglang", engine_version="0.5", precision="fp8",
-               isl=1000, osl=200, concurrency=4, metric="tpot_ms", value=1.0)
+    row = dict(ROW, id="p", metric="tpot_ms")
     assert PublishedRow.model_validate({**row, "parallel": text}).parallel == \
         PublishedRow.model_validate({**row, "parallel": fields}).parallel
     for bad in ("TP8 bogus", "EP", "attention-DP", ""):
