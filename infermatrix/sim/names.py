@@ -93,17 +93,24 @@ def engine_name(value: str) -> str | None:
 METRIC_ALIASES = {"tpot": "tpot_ms", "ttft": "ttft_ms", "e2el": "e2e_latency_ms",
                   "e2el_ms": "e2e_latency_ms", "e2e_latency": "e2e_latency_ms",
                   "interactivity": "output_tps_per_user", "tps_per_user": "output_tps_per_user",
+                  "intvty": "output_tps_per_user",
                   "output_tput_per_gpu": "output_tps_per_gpu",
                   "output_throughput_per_gpu": "output_tps_per_gpu",
+                  "tput_per_gpu": "total_tps_per_gpu",
                   "total_tput_per_gpu": "total_tps_per_gpu",
                   "total_throughput_per_gpu": "total_tps_per_gpu",
                   "output_throughput": "output_tps"}
 STATISTIC_PREFIXES = ("median_", "mean_", "p50_")
+# InferenceX's agg files drop "_ms" from bench_serving's latency keys and divide by 1000
+# ("median_tpot": seconds); a latency named without "_ms" is read in seconds the same way
+_IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency"})
 
 
-def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None] | None:
-    """(table metric, statistic or None) for a metric as a client names it: "median_tpot_ms",
-    "mean_ttft_ms", "p50_e2el_ms", "output_tput_per_gpu", "interactivity"; None if unknown."""
+def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None, float] | None:
+    """(table metric, statistic or None, factor to the table's unit) for a metric as a client
+    names it: "median_tpot_ms", "mean_ttft_ms", "p50_e2el_ms", "output_tput_per_gpu",
+    "interactivity", and InferenceX's "tput_per_gpu", "median_intvty" and "median_tpot" (in
+    seconds: factor 1000); None if unknown."""
     name = value.casefold().strip()
     statistic = None
     for prefix in STATISTIC_PREFIXES:
@@ -111,8 +118,9 @@ def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None] | 
             name = name[len(prefix):]
             statistic = "mean" if prefix == "mean_" else "median"
             break
+    factor = 1000.0 if name in _IN_SECONDS else 1.0
     name = METRIC_ALIASES.get(name, name)
-    return (name, statistic) if name in known else None
+    return (name, statistic, factor) if name in known else None
 
 
 # a parallelism as pages write it: "TP8", "TP=4 DP=2 EP=4", "TP8 + EP8", "DEP16" (TensorRT-LLM:

@@ -85,14 +85,17 @@ class PublishedRow(BaseModel):
     @classmethod
     def _metric_as_clients_name_it(cls, data: Any) -> Any:
         """"median_tpot_ms", "mean_ttft_ms", "output_tput_per_gpu" (bench_serving's and
-        InferenceX's names) read as the table's metric and statistic."""
+        InferenceX's names) read as the table's metric and statistic; InferenceX's latencies
+        without "_ms" ("median_tpot") are seconds, as its agg files write them."""
         if not isinstance(data, dict) or not isinstance(data.get("metric"), str):
             return data
         named = metric_name(data["metric"], get_args(Metric))
         if named is None:
             return data
-        metric, statistic = named
+        metric, statistic, factor = named
         data = {**data, "metric": metric}
+        if factor != 1.0 and isinstance(data.get("value"), (int, float)):
+            data["value"] = data["value"] * factor
         if statistic and "statistic" not in data:
             data["statistic"] = statistic
         return data

@@ -149,12 +149,18 @@ def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
                requests=8)
     pairs = [("mean_tpot_ms", {"metric": "tpot_ms", "statistic": "mean"}),
              ("output_tput_per_gpu", {"metric": "output_tps_per_gpu"}),
-             ("interactivity", {"metric": "output_tps_per_user"})]
+             ("interactivity", {"metric": "output_tps_per_user"}),
+             # InferenceX's agg files: total per GPU, interactivity, latencies in seconds
+             ("tput_per_gpu", {"metric": "total_tps_per_gpu"}),
+             ("mean_intvty", {"metric": "output_tps_per_user", "statistic": "mean"}),
+             ("median_ttft", {"metric": "ttft_ms", "value": 1000.0})]
     rows = []
     for i, (alias, canonical) in enumerate(pairs):
         rows.append(PublishedRow.model_validate({**row, "id": f"a{i}", "metric": alias}))
         rows.append(PublishedRow.model_validate({**row, "id": f"c{i}", **canonical}))
     assert rows[0].statistic == "mean" and rows[0].metric == "tpot_ms"
+    assert [(r.metric, r.statistic, r.value) for r in rows[8:12:2]] == \
+        [(r.metric, r.statistic, r.value) for r in rows[9:12:2]]
     got = [o.simulated for o in run_rows(catalog(), rows)]
     assert all(v and v > 0 for v in got)
     assert got[0::2] == pytest.approx(got[1::2])
