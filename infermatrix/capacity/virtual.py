@@ -32,7 +32,15 @@ from ..catalog.loader import Catalog
 from ..client.affinity import NONE
 from ..client.config import BenchConfig
 from ..client.session_sources import Session, SessionSource
-from ..client.sessions import LevelOutcome, LevelPlan, TurnRecord, summarize
+from ..client.sessions import (
+    LaneSchedule,
+    LaneSession,
+    LevelOutcome,
+    LevelPlan,
+    MeasuredWindow,
+    TurnRecord,
+    summarize,
+)
 from ..client.tokenizer import Tokenizer, load_tokenizer
 from ..plan.measurement import CapacityMeasurement, capacity_measurement
 from ..sim import SegmentHasher, SimConfig, SimRequest, SimRun, segment_hashes, simulate
@@ -45,10 +53,12 @@ from .tiers import SloTier
 FIRST_PASS_TURNS = 6  # turns per lane of the first level's first pass (measures the pace)
 COVER_MARGIN = 1.15  # plan lanes this much further than the pace says they must reach
 # The prefix cache is simulated at this granularity at least (tokens per block): agent contexts
-# run to 100K+ tokens, and per-block bookkeeping at 16 tokens made a level cost minutes. It
-# changes reuse by under a block per request (P25 speed unchanged, P95 TTFT within ~10% at
-# sub-second values, where the tiers sit at 5-10 s); the document records it.
-CACHE_BLOCK_TOKENS = 256
+# run to 100K+ tokens (~27K a request on average), and per-block bookkeeping at 16 tokens made a
+# level cost minutes. It changes reuse by under a block per request, less than the ~750 tokens
+# a turn adds (GB300 DEP8 at 1,816 agents: P25 speed 23.47 tok/s at 256, 23.59 at 512, P95
+# TTFT 0.18 and 0.19 s, where the tiers sit at 20-60 tok/s and 5-10 s; 10.3 against 8.0 s of
+# CPU); the document records it.
+CACHE_BLOCK_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -88,12 +98,14 @@ class _SessionPlan:
     hashes, tool delay after it). A prompt that grows turn by turn has the first hashes of
     one ``chain`` (a count in ``turns``, sliced when sent: one tuple a session, not one a
     turn); a full-context prompt has its own tuple. ``cut``: the session ended early because
-    its next turn would pass the context limit (the lane starts its next session at once)."""
+    its next turn would pass the context limit (the lane starts its next session at once).
+    ``warm``: the tokens of the turns before ``start`` (a conversation joined under way)."""
 
     conversation_id: str
     turns: list[tuple[int, int, int, int | tuple[int, ...], float]]
     cut: bool
     chain: tuple[int, ...] = ()
+    warm: int = 0
 
     def hashes(self, ref: int | tuple[int, ...]) -> tuple[int, ...]:
         return self.chain[:ref] if isinstance(ref, int) else ref
@@ -106,10 +118,11 @@ class _Lanes:
 
     def __init__(self, source: SessionSource, tok: Tokenizer, block_size: int, agents: int,
                  s: CapacitySettings, sessions: dict[int, Session] | None = None,
-                 plans: dict[tuple[int, int, int], _SessionPlan] | None = None) -> None:
+                 plans: dict[tuple[LaneSession, int], _SessionPlan] | None = None) -> None:
         self.source, self.tok, self.bs, self.agents, self.s = source, tok, block_size, agents, s
         self.sessions = {} if sessions is None else sessions
         self.plans = {} if plans is None else plans
+        self.schedule = LaneSchedule(source, agents, s.mid_session, self.session)
 
     def session(self, index: int) -> Session:
         got = self.sessions.get(index)
@@ -130,24 +143,25 @@ class _Lanes:
         rng = random.Random(f"{self.s.seed}:lane:{k}")
         prev: int | None = None
         delay = 0.0
-        use, made = 0, 0
+        made = 0
         clock = 0.0  # when the lane's next turn is due, by the pace
 
         def enough() -> bool:
             return made >= turns if pace is None else clock >= until
 
-        while not enough():
-            index = k + use * self.agents
-            use += 1
-            session = self.session(index)
-            start = rng.randrange(len(session.turns)) if self.s.mid_session and made == 0 else 0
-            plan = self.plan(index, start)
+        for chosen in self.schedule.lane(k, rng):
+            if enough():
+                return
+            plan = self.plan(chosen)
             cid = plan.conversation_id
             for t, tokens, output_tokens, ref, tool_delay in plan.turns:
                 if enough():
                     return
+                # a conversation joined under way starts warm: its earlier turns were served
+                # before the level, as in the steady state the client waits for (docs/agentic.md)
+                warm = plan.warm if made == 0 and t == chosen.start else 0
                 reqs.append(SimRequest(tokens, output_tokens, hashes=plan.hashes(ref),
-                                       session=cid, after=prev, delay=delay))
+                                       session=cid, after=prev, delay=delay, warm_tokens=warm))
                 info.append(_Turn(k, cid, t, made == 0))
                 prev, made = len(reqs) - 1, made + 1
                 if pace is not None:
@@ -156,22 +170,22 @@ class _Lanes:
             if plan.cut:
                 delay = 0.0  # the client ends the session and starts the next one at once
 
-    def plan(self, index: int, start: int) -> _SessionPlan:
-        """Session ``index``'s requests from turn ``start`` on (drawn and hashed once)."""
-        key = (index, start, self.bs)
+    def plan(self, chosen: LaneSession) -> _SessionPlan:
+        """A lane's conversation: its requests from its first turn on (drawn and hashed once)."""
+        key = (chosen, self.bs)
         got = self.plans.get(key)
         if got is None:
-            got = self.plans[key] = self._plan(index, start)
+            got = self.plans[key] = self._plan(chosen)
         return got
 
-    def _plan(self, index: int, start: int) -> _SessionPlan:
-        session = self.session(index)
-        reuse = index // len(self.source)
-        cid = session.conversation_id if not reuse else f"{session.conversation_id}#{reuse}"
+    def _plan(self, chosen: LaneSession) -> _SessionPlan:
+        session, start = self.session(chosen.index), chosen.start
+        cid = chosen.conversation_id(session)
         context: list[tuple[Hashable, int]] = []
         for t in range(start):  # earlier turns already in the context (mid-session start)
             self._add(context, session, cid, t)
         delta = session.context == "delta"
+        warm = sum(n for _, n in context) if delta else 0
         # delta: the prompt grows turn by turn; its first `hashed` segments (`held` tokens)
         # are hashed already
         hasher, hashed, held = SegmentHasher(self.bs), 0, 0
@@ -182,7 +196,7 @@ class _Lanes:
             tokens = held + sum(n for _, n in grown[hashed:])
             if (self.s.max_context_tokens
                     and tokens + turn.output_tokens > self.s.max_context_tokens):
-                return _SessionPlan(cid, out, True, hasher.hashes)
+                return _SessionPlan(cid, out, True, hasher.hashes, warm)
             hashes: int | tuple[int, ...]
             if delta:  # grown extends the prompt hashed so far
                 for ident, n in grown[hashed:]:
@@ -192,7 +206,7 @@ class _Lanes:
                 hashes = segment_hashes(grown, self.bs)
             out.append((t, tokens, turn.output_tokens, hashes, turn.tool_delay_s))
             context = grown + [(("answer", cid, t), turn.output_tokens)]
-        return _SessionPlan(cid, out, False, hasher.hashes)
+        return _SessionPlan(cid, out, False, hasher.hashes, warm)
 
     def _add(self, context: list[tuple[Hashable, int]], session: Session, cid: str, t: int,
              answer: bool = True) -> list[tuple[Hashable, int]]:
@@ -234,10 +248,27 @@ def _blocks(ids: tuple[int, ...], bs: int, tokens: int, tail: Hashable
     return [*out, (("tail", tail), tokens - len(out) * bs)]
 
 
-def _outcome(run: SimRun, info: list[_Turn], agents: int, s: CapacitySettings,
+def _plan_of(agents: int, s: CapacitySettings) -> LevelPlan:
+    return LevelPlan(agents=agents, duration_s=s.duration_s, warmup_s=s.warmup_s,
+                     mid_session=s.mid_session, seed=s.seed,
+                     max_context_tokens=s.max_context_tokens)
+
+
+def _window(run: SimRun, info: list[_Turn], plan: LevelPlan) -> MeasuredWindow:
+    """The level's measured window, as the client opens it: after the warm-up and every
+    lane's first token (a simulated request sent runs to its end, so each has one)."""
+    window = MeasuredWindow(0.0, plan)
+    for res, meta in zip(run.results, info, strict=True):
+        if meta.first:
+            window.first_request_ended(res.first_token_at if res.first_token_at is not None
+                                       else res.sent_at)
+    return window
+
+
+def _outcome(run: SimRun, info: list[_Turn], plan: LevelPlan, window: MeasuredWindow,
              source: SessionSource, model: str) -> LevelOutcome:
     """The simulated requests as the client's turn records of one level."""
-    t_measure, t_stop = s.warmup_s, s.warmup_s + s.duration_s
+    t_measure, t_stop = window.start, window.stop
     turns: list[TurnRecord] = []
     for res, meta in zip(run.results, info, strict=True):
         if res.sent_at >= t_stop:
@@ -246,7 +277,7 @@ def _outcome(run: SimRun, info: list[_Turn], agents: int, s: CapacitySettings,
                         start=res.sent_at, input_tokens=res.prompt_tokens,
                         input_tokens_server=res.prompt_tokens, cached_tokens=res.cached_tokens,
                         output_tokens_requested=res.max_tokens,
-                        measured=t_measure <= res.sent_at and not meta.first,
+                        measured=window.inside(res.sent_at),
                         error=None if res.error is None else "rejected", error_detail=res.error or "")
         if res.error is None and res.ttft is not None and res.e2el is not None:
             tr.output_tokens, tr.ttft, tr.e2el = res.completion_tokens, res.ttft, res.e2el
@@ -255,9 +286,7 @@ def _outcome(run: SimRun, info: list[_Turn], agents: int, s: CapacitySettings,
         turns.append(tr)
     ends = [t.start + t.e2el for t in turns if t.measured and t.e2el is not None]
     return LevelOutcome(
-        LevelPlan(agents=agents, duration_s=s.duration_s, warmup_s=s.warmup_s,
-                  mid_session=s.mid_session, seed=s.seed,
-                  max_context_tokens=s.max_context_tokens),
+        plan,
         model, "virtual", source.name, NONE.describe(), turns, [], t_measure,
         max(ends, default=t_stop), sessions_started=len({t.conversation_id for t in turns}))
 
@@ -284,7 +313,7 @@ class VirtualLevels:
         self.block_size = 0
         self.paces: dict[int, _Pace] = {}  # agents -> how fast its turns went
         self.sessions: dict[int, Session] = {}  # the source's sessions drawn so far
-        self.plans: dict[tuple[int, int, int], _SessionPlan] = {}  # and their requests
+        self.plans: dict[tuple[LaneSession, int], _SessionPlan] = {}  # and their requests
 
     def _config(self, agents: int) -> SimConfig:
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
@@ -298,7 +327,8 @@ class VirtualLevels:
         sim = self._config(agents)
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s, self.sessions,
                        self.plans)
-        t_stop = self.s.warmup_s + self.s.duration_s
+        plan = _plan_of(agents, self.s)
+        t_stop = self.s.warmup_s + self.s.duration_s  # unless the first answers come later
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
         # else by the nearest above (maybe too few, then replayed at this level's own pace)
         below = [a for a in self.paces if a <= agents]
@@ -312,12 +342,17 @@ class VirtualLevels:
             run = simulate(sim, reqs, record_token_times=False, seed=self.s.seed, stop_at=t_stop)
             steps += run.steps
             self.paces[agents] = _Pace.of(run)
+            window = _window(run, info, plan)
+            if window.stop > t_stop:  # the cold first requests drained after the warm-up:
+                t_stop = window.stop  # the window opens later, replayed to its close
+                pace, until = self.paces[agents], max(until, COVER_MARGIN * t_stop)
+                continue
             if _lanes_cover(run, info, agents, t_stop):
                 break
             # replayed twice as far: lanes whose turns are refused at once (over the
             # context limit) outrun any pace, and turns planned past the close cost nothing
             pace, until = self.paces[agents], 2 * until
-        summary = summarize(_outcome(run, info, agents, self.s, self.source, self.model))
+        summary = summarize(_outcome(run, info, plan, window, self.source, self.model))
         summary["between"] = {"fresh_deployment": True}
         summary["elapsed_s"] = run.wall_seconds
         summary["avg_power_w"] = None  # never estimated: power is measured or absent

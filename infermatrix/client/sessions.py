@@ -11,11 +11,15 @@ Agentic output speed = output_tokens / (E2EL − TTFT) per request.
 
 One level = one ``run_level`` call:
 
-- warm-up lanes start mid-session: a lane's first conversation begins at a random turn with the
-  earlier turns (and filler answers) already in its context, so the context-length mix is that
-  of a steady state from the first second instead of every agent sending turn 0 together. That
-  first request meets a cold cache, so it is never measured; nor is anything sent during
-  ``warmup_s``;
+- warm-up lanes start mid-session (``LaneSchedule``): a lane's first conversation is drawn in
+  proportion to its number of turns and begins at a random turn, with the earlier turns (and
+  filler answers) already in its context, so the context-length mix is that of a steady state
+  from the first second instead of every agent sending turn 0 together. (Drawn per session, as
+  the later ones are, long conversations would be under-represented: at a random moment an
+  agent is more likely inside a long conversation than a short one.) That first request meets
+  a cold cache, so it is never measured; nor is anything sent during ``warmup_s``, nor before
+  every lane's first request has its first token (the cold contexts' prefill burst has
+  drained), whichever is later (``MeasuredWindow``);
 - every prompt starts with the level's salt, so no prefix cached by an earlier level is reused
   (cache-bust); sessions reused within a level get their own salt after the system prompt;
 - after ``duration_s`` of measurement no new turn starts and in-flight turns finish (drain).
@@ -24,12 +28,15 @@ One level = one ``run_level`` call:
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import json
+import math
 import random
 import secrets
 import statistics
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
@@ -176,6 +183,57 @@ class Conversation:
         return new if self.session.context == "full" else self.tokens + new
 
 
+@dataclass(frozen=True)
+class LaneSession:
+    """One conversation a lane runs: the source's session ``index`` from turn ``start``.
+    ``tag`` tells copies of one session apart (a suffix of the conversation id and a salt after
+    the system prompt), so two agents never share a conversation."""
+
+    index: int
+    start: int = 0
+    tag: str = ""
+
+    def conversation_id(self, session: Session) -> str:
+        return f"{session.conversation_id}#{self.tag}" if self.tag else session.conversation_id
+
+    def salt(self) -> str | None:
+        return f"r{self.tag}-{self.index}" if self.tag else None
+
+
+class LaneSchedule:
+    """Which conversations each of ``agents`` lanes runs, in order; the client and the virtual
+    levels (capacity.virtual) both follow it.
+
+    Lane k runs sessions k, k + agents, k + 2 × agents, … (past the source's end, tagged copies).
+    With ``mid_session`` it first joins one conversation already under way: a session drawn in
+    proportion to its number of turns, from a random turn, tagged with the lane. That is the
+    steady state's mix: a request at a random moment belongs to a session with probability in
+    proportion to the requests it makes, so drawing the first session per session (every one
+    alike) would make the measured window's contexts as short as a fresh start's."""
+
+    def __init__(self, source: SessionSource, agents: int, mid_session: bool,
+                 session: Callable[[int], Session] | None = None) -> None:
+        self.size, self.agents, self.mid_session = len(source), agents, mid_session
+        self.session = session or source.session
+        self._turns_before: list[int] | None = None  # cumulative turns of sessions 0..size-1
+
+    def _by_turns(self, rng: random.Random) -> int:
+        if self._turns_before is None:
+            self._turns_before = list(itertools.accumulate(
+                len(self.session(i).turns) for i in range(self.size)))
+        return bisect.bisect_right(self._turns_before, rng.random() * self._turns_before[-1])
+
+    def lane(self, k: int, rng: random.Random) -> Iterator[LaneSession]:
+        """Lane ``k``'s conversations; ``rng`` is the lane's own (the draws are its first)."""
+        if self.mid_session:
+            index = self._by_turns(rng)
+            yield LaneSession(index, rng.randrange(len(self.session(index).turns)), f"w{k}")
+        for use in itertools.count():
+            index = k + use * self.agents
+            reuse = index // self.size
+            yield LaneSession(index, 0, str(reuse) if reuse else "")
+
+
 def flatten(messages: Sequence[Message]) -> str:
     """A conversation as one completions prompt."""
     return "\n".join(m.get("content") or "" for m in messages)
@@ -235,6 +293,49 @@ class _UsageTap:
 # --------------------------------------------------------------------------- the level
 
 
+# the measured window opens at most this many durations after the warm-up, however long the
+# lanes' first answers take (each is bounded by the request timeout as well)
+WARM_START_LIMIT = 10
+
+
+class MeasuredWindow:
+    """When a level measures: from ``warmup_s`` after its start or, when lanes start
+    mid-session, from the moment the last lane's first request has its first token (their cold
+    contexts are prefilled: at a few thousand agents that is minutes of prefill), whichever is
+    later, but no later than ``WARM_START_LIMIT × duration_s`` after the warm-up; it lasts
+    ``duration_s``. Times are absolute (``perf_counter`` or virtual). Until every first request
+    has ended, the start is not known: it is taken as the latest possible, so lanes go on
+    sending, and which turns fell inside is decided once it is (``inside``)."""
+
+    def __init__(self, t0: float, plan: LevelPlan) -> None:
+        self.earliest = t0 + plan.warmup_s
+        self.latest = self.earliest + WARM_START_LIMIT * plan.duration_s
+        self.duration = plan.duration_s
+        self.waiting = plan.agents if plan.mid_session else 0
+        self.last_first_token = -math.inf
+        self.opened: float | None = None if self.waiting else self.earliest
+
+    def first_request_ended(self, first_token_at: float) -> None:
+        """A lane's first request has ended; its first token (or its failure) came at
+        ``first_token_at``."""
+        self.waiting -= 1
+        self.last_first_token = max(self.last_first_token, first_token_at)
+        if self.waiting == 0:
+            self.opened = min(max(self.earliest, self.last_first_token), self.latest)
+
+    def inside(self, decided: float) -> bool:
+        """Whether a turn decided (sent) at ``decided`` is measured."""
+        return self.start <= decided < self.stop
+
+    @property
+    def start(self) -> float:
+        return self.latest if self.opened is None else self.opened
+
+    @property
+    def stop(self) -> float:
+        return self.start + self.duration
+
+
 async def run_level(
     cfg: BenchConfig,
     source: SessionSource,
@@ -253,26 +354,27 @@ async def run_level(
     model = model or await resolve_model(client, cfg)
     turns: list[TurnRecord] = []
     records: list[RequestRecord] = []
+    decided_at: list[float] = []  # per turn: when it was decided to send it
     counter = {"sessions": 0}
     t0 = perf_counter()
-    t_measure = t0 + plan.warmup_s
-    t_stop = t_measure + plan.duration_s
+    window = MeasuredWindow(t0, plan)
+    schedule = LaneSchedule(source, plan.agents, plan.mid_session)
 
     async def lane(k: int) -> None:
         rng = random.Random(f"{plan.seed}:lane:{k}")
-        use, first_request = 0, True
-        while perf_counter() < t_stop:
-            index = k + use * plan.agents
-            use += 1
-            if plan.replay_once and index >= len(source):
+        first_request = True
+        for chosen in schedule.lane(k, rng):
+            if perf_counter() >= window.stop:
                 return
-            session = source.session(index)
-            reuse = index // len(source)
-            conv = Conversation(session, tok, plan.salt, f"r{reuse}-{index}" if reuse else None)
-            start = rng.randrange(len(session.turns)) if plan.mid_session and first_request else 0
+            if plan.replay_once and chosen.index >= len(source):
+                return
+            session = source.session(chosen.index)
+            conv = Conversation(session, tok, plan.salt, chosen.salt())
+            start = chosen.start
             conv.skip_to(start, rng)
             counter["sessions"] += 1
-            run_cfg, headers = _session_settings(cfg, affinity, _cid(session, reuse))
+            cid = chosen.conversation_id(session)
+            run_cfg, headers = _session_settings(cfg, affinity, cid)
             for t in range(start, len(session.turns)):
                 turn = session.turns[t]
                 # one clock reading decides both whether the turn is sent and whether it is
@@ -280,7 +382,7 @@ async def run_level(
                 # its request leaves (rec.start) after it — so the result's counts and the
                 # recorded turns agree by construction
                 decided = perf_counter()
-                if decided >= t_stop:
+                if decided >= window.stop:
                     return
                 if (
                     plan.max_context_tokens
@@ -294,7 +396,7 @@ async def run_level(
                     prompt_len=conv.tokens,
                     output_len=turn.output_tokens,
                     messages=msgs,
-                    session_id=_cid(session, reuse),
+                    session_id=cid,
                     turn=t,
                     headers=headers,
                 )
@@ -315,21 +417,28 @@ async def run_level(
                     tok,
                     tap,
                     t0,
-                    measured=decided >= t_measure and not (first_request and start > 0),
+                    measured=False,  # decided with the window, once every lane has started
                 )
                 turns.append(tr)
                 records.append(rec)
+                decided_at.append(decided)
+                if first_request:
+                    window.first_request_ended(rec.start + tr.ttft if tr.ttft is not None
+                                               else perf_counter())
                 first_request = False
                 if not rec.ok:
                     break  # the conversation cannot go on without its answer
                 conv.answer(rec.generated_text)
-                delay = min(turn.tool_delay_s / plan.time_scale, t_stop - perf_counter())
+                delay = min(turn.tool_delay_s / plan.time_scale, window.stop - perf_counter())
                 if delay > 0:
                     await asyncio.sleep(delay)
 
     await asyncio.gather(*(lane(k) for k in range(plan.agents)))
+    for tr, decided in zip(turns, decided_at, strict=True):
+        tr.measured = window.inside(decided)
     t_end = max(
-        (r.end for r, tr in zip(records, turns, strict=True) if tr.measured), default=t_stop
+        (r.end for r, tr in zip(records, turns, strict=True) if tr.measured),
+        default=window.stop,
     )
     return LevelOutcome(
         plan,
@@ -339,7 +448,7 @@ async def run_level(
         affinity.describe(),
         turns,
         records,
-        t_measure,
+        window.start,
         t_end,
         counter["sessions"],
     )
@@ -349,10 +458,6 @@ def run_level_sync(
     cfg: BenchConfig, source: SessionSource, plan: LevelPlan, affinity: Affinity = NONE
 ) -> LevelOutcome:
     return eventloop.run(run_level(cfg, source, plan, affinity))
-
-
-def _cid(session: Session, reuse: int) -> str:
-    return session.conversation_id if not reuse else f"{session.conversation_id}#{reuse}"
 
 
 def _session_settings(

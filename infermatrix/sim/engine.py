@@ -95,6 +95,7 @@ class EngineRequest:
     max_tokens: int
     hashes: tuple[int, ...] = ()  # chain hashes of the prompt's full blocks (prefix cache)
     session: str | None = None  # affinity key for the router
+    warm_tokens: int = 0  # prompt head computed before the run: held and cached, not prefilled
 
 
 class RequestRecord:
@@ -319,13 +320,13 @@ class Deployment:
             inst = self.prefill_instances[i]
             rec.prefill_instance = inst.name
             seq = Seq(rec.rid, req.prompt_tokens, 1, req.hashes,
-                      lambda s, n, t, ts: self._handoff(rec, req, s, t))
+                      lambda s, n, t, ts: self._handoff(rec, req, s, t), warm=req.warm_tokens)
         else:
             i = self.router.pick(self.instances, req.hashes, req.session)
             inst = self.instances[i]
             rec.instance = inst.name
             seq = Seq(rec.rid, req.prompt_tokens, req.max_tokens, req.hashes,
-                      rec.progress, quiet=rec.quiet)
+                      rec.progress, quiet=rec.quiet, warm=req.warm_tokens)
         rec._seq, rec._owner = seq, inst
         inst.submit(seq)
         return rec

@@ -48,11 +48,11 @@ class Seq:
     __slots__ = ("rid", "prompt_len", "max_tokens", "hashes", "sink", "num_computed", "num_output",
                  "blocks", "committed", "cached_tokens", "admitted", "preemptions", "credit",
                  "first_at", "done", "aborted", "remote_kv", "rank", "quiet", "reported",
-                 "first_on_admit", "reserved")
+                 "first_on_admit", "reserved", "warm")
 
     def __init__(self, rid: int, prompt_len: int, max_tokens: int, hashes: Sequence[int] = (),
                  sink: Sink | None = None, *, remote_kv: bool = False, already_output: int = 0,
-                 quiet: bool = False):
+                 quiet: bool = False, warm: int = 0):
         self.rid = rid
         self.prompt_len = prompt_len
         self.max_tokens = max_tokens
@@ -70,6 +70,8 @@ class Seq:
         self.done = False
         self.aborted = False
         self.remote_kv = remote_kv  # KV arrives from a prefill instance: no prefill here
+        # prompt tokens computed before the run (until first admitted): allocated, not prefilled
+        self.warm = warm
         self.rank = 0  # the attention-DP rank whose pool holds its KV
         # quiet: nobody watches the tokens stream (virtual time, no token times), so the sink
         # hears only of the first token and of the end, with the tokens since it last heard
@@ -421,7 +423,7 @@ class EngineCore:
             if seq.remote_kv and not seq.admitted:
                 seq.num_computed = seq.prompt_len + seq.num_output - 1
             else:
-                seq.num_computed = len(matched) * self.bs
+                seq.num_computed = max(len(matched) * self.bs, min(seq.warm, seq.target - 1))
             n = min(seq.target - seq.num_computed, budget)
             draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
             need = self.blocks_needed(seq.num_computed + n + draft) - len(matched)
@@ -447,6 +449,8 @@ class EngineCore:
                 seq.cached_tokens = len(matched) * self.bs
                 if seq.hashes:
                     pool.record_lookup(seq.prompt_len, seq.cached_tokens)
+                if seq.warm:  # reported as the engine would: a prefix it did not compute
+                    seq.cached_tokens, seq.warm = max(seq.cached_tokens, seq.num_computed), 0
                 self.prompt_tokens_total += seq.prompt_len
             seq.blocks = matched + fresh
             seq.committed = len(matched)

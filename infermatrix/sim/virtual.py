@@ -36,6 +36,9 @@ class SimRequest:
     """index of a request that must finish first (the previous turn of a conversation)"""
     delay: float = 0.0
     """seconds between ``after`` finishing and this request being ready (tool / think time)"""
+    warm_tokens: int = 0
+    """tokens at the head of the prompt computed before the run (a conversation joined under
+    way, as in a steady state): held in KV and cached from admission on, not prefilled"""
 
 
 NOT_SENT = "not sent: ready after the stop time"
@@ -133,7 +136,8 @@ def simulate(config: SimConfig, requests: Sequence[SimRequest], *, concurrency: 
             req = requests[i]
             res = SimResult(i, kernel.now, req.prompt_tokens, req.max_tokens)
             results[i] = res
-            ereq = EngineRequest(req.prompt_tokens, req.max_tokens, req.hashes, req.session)
+            ereq = EngineRequest(req.prompt_tokens, req.max_tokens, req.hashes, req.session,
+                                 req.warm_tokens)
             reason = deployment.reject_reason(ereq)
             if reason:
                 res.error = reason

@@ -64,6 +64,28 @@ def test_prefix_reuse_lowers_ttft_of_a_later_turn_in_virtual_time() -> None:
     assert warm[1].sent_at >= warm[0].finished_at + 1.0  # the think time is honoured
 
 
+def test_a_conversation_joined_under_way_starts_warm() -> None:
+    """``warm_tokens``: the head of a prompt computed before the run (a lane joining a
+    conversation mid-way, as in a steady state) is not prefilled but is held and reported as
+    cached, and the next turn finds it in the prefix cache like any computed prompt."""
+    cfg = config("H100", tp=2)
+    bs = cfg.block_size
+    context = [("system", 3000), ("answer", 200), ("user", 8000)]
+    prompt = segment_hashes([*context, ("user-next", 300)], bs)
+    follow = segment_hashes([*context, ("user-next", 300), ("answer-2", 100), ("user-3", 50)], bs)
+
+    def turns(warm: int):
+        first = SimRequest(11500, 100, hashes=prompt, session="s", warm_tokens=warm)
+        second = SimRequest(11650, 50, hashes=follow, after=0, delay=0.5, session="s")
+        return simulate(cfg, [first, second]).results
+
+    cold, warm = turns(0), turns(11200)
+    assert cold[0].cached_tokens == 0 and warm[0].cached_tokens == 11200
+    assert warm[0].ttft < 0.2 * cold[0].ttft, (warm[0].ttft, cold[0].ttft)
+    assert warm[1].cached_tokens == cold[1].cached_tokens == 11500 // bs * bs
+    assert warm[1].ttft == cold[1].ttft  # from then on the same conversation
+
+
 def test_prefix_reuse_over_http_reports_cached_tokens_and_lowers_ttft(sim_server) -> None:
     base = sim_server(config("H100", tp=2)).base_url  # real time: TTFTs are ~20 vs ~150 ms
     shared = " ".join(f"s{k}" for k in range(2000))
