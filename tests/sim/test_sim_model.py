@@ -129,6 +129,26 @@ def test_hardware_and_models_are_found_by_their_other_names() -> None:
         SimConfig.from_parts(cat, "H9000", "llama-3.1-70b-instruct", "fp8")
 
 
+@pytest.mark.parametrize("name,want", [
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "llama-4-maverick"),
+    ("Llama 4 Maverick", "llama-4-maverick"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", "qwen3-coder-480b-a35b"),
+    ("moonshotai/Kimi-K2-Instruct", "kimi-k2-instruct"),
+    ("moonshotai/Kimi-K2-Instruct-0905", "kimi-k2-instruct"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b-instruct"),
+    ("Mixtral-8x7B", "mixtral-8x7b-instruct"),
+    ("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b-chat"),
+    ("llama2-70b", "llama-2-70b-chat"),
+    ("zai-org/GLM-4.5-FP8", "glm-4.5"),
+    ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b-instruct"),
+])
+def test_model_names_as_published_tables_write_them_resolve(name: str, want: str) -> None:
+    """Models another table of published results names (Llama 4, Kimi K2, Mixtral, MLPerf's
+    Llama 2 70B …), by checkpoint, short name or MLPerf benchmark name, each to one entry."""
+    assert resolve(catalog().models, name, "model") == want
+
+
 def test_names_as_vendor_pages_and_checkpoints_spell_them_resolve() -> None:
     """Board and vendor words, memory sizes, organisation prefixes and a checkpoint's
     quantisation or date suffix name the same entry; a different product (H100 PCIe, H100
