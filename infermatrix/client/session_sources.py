@@ -207,6 +207,11 @@ class SyntheticSource:
         )
         return text
 
+    def turn_count(self, index: int) -> int:
+        """``len(self.session(index).turns)``, without drawing the turns (its first draw)."""
+        return self.spec.turns.sample_int(random.Random(f"{self.spec.seed}:session:{index}"),
+                                          at_least=1)
+
     def session(self, index: int) -> Session:
         s = self.spec
         rng = random.Random(f"{s.seed}:session:{index}")

@@ -213,14 +213,16 @@ class LaneSchedule:
 
     def __init__(self, source: SessionSource, agents: int, mid_session: bool,
                  session: Callable[[int], Session] | None = None) -> None:
-        self.size, self.agents, self.mid_session = len(source), agents, mid_session
+        self.source, self.size, self.agents = source, len(source), agents
+        self.mid_session = mid_session
         self.session = session or source.session
         self._turns_before: list[int] | None = None  # cumulative turns of sessions 0..size-1
 
     def _by_turns(self, rng: random.Random) -> int:
         if self._turns_before is None:
-            self._turns_before = list(itertools.accumulate(
-                len(self.session(i).turns) for i in range(self.size)))
+            count = getattr(self.source, "turn_count", None) or (
+                lambda i: len(self.session(i).turns))
+            self._turns_before = list(itertools.accumulate(map(count, range(self.size))))
         return bisect.bisect_right(self._turns_before, rng.random() * self._turns_before[-1])
 
     def lane(self, k: int, rng: random.Random) -> Iterator[LaneSession]:

@@ -100,10 +100,14 @@ def test_aa_agentperf_sweep_plans_the_six_published_configurations(repo_root: Pa
     assert sorted(j.recipe for j in jobs) == sorted(
         r for r, recipe in cat.recipes.items() if "aa-agentperf" in recipe.tags)
     assert len(jobs) == 6
+    assert {j.capacity.sessions.max_context_tokens for j in jobs} == {128000, 32768}
     for job in jobs:
         m = job.capacity
         assert m is not None and job.concurrency == [] and job.evals == []
         assert [(t.name, t.min_output_speed, t.max_ttft_s) for t in m.tiers] == [
             ("SLO20", 20, 10), ("SLO60", 60, 5)]  # AA-AgentPerf's published tiers
-        assert m.sessions.source == "synthetic" and m.sessions.max_context_tokens == 128000
+        # an agent keeps within what its server takes: the workload's 128K, or the recipe's
+        # shorter context (MI355X ctx32k: 32,768)
+        limit = min(128000, cat.recipes[job.recipe].max_model_len or 128000)
+        assert m.sessions.source == "synthetic" and m.sessions.max_context_tokens == limit
         assert job.fingerprint != next(j for j in jobs if j is not job).fingerprint

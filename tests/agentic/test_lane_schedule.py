@@ -47,6 +47,7 @@ def test_a_lane_joins_a_conversation_in_proportion_to_its_turns() -> None:
         ids.add(first.conversation_id(source.session(first.index)))
         assert second.index == k and second.start == 0
     by_session = [len(source.session(i).turns) for i in range(len(source))]
+    assert [source.turn_count(i) for i in range(len(source))] == by_session  # (the weights)
     biased = sum(n * n for n in by_session) / sum(by_session)
     assert abs(statistics.mean(firsts) - biased) < 0.6, (statistics.mean(firsts), biased)
     assert statistics.mean(firsts) > statistics.mean(by_session) + 2
