@@ -95,7 +95,10 @@ class StepModel:
         # is split over what is left of the TP group
         self.cp = max(1, min(cfg.attention_cp, tpa))
         tpa //= self.cp
-        G = cfg.gpus
+        # pipeline parallelism: a layer runs on its stage's GPUs, and a step is one
+        # micro-batch's trip through every stage (see step_time)
+        self.pp = cfg.pp
+        G = cfg.gpus // cfg.pp
 
         # ---- parameters per layer, split into attention, routed experts and the dense rest
         mla = cfg.attention.startswith("mla")
@@ -279,10 +282,28 @@ class StepModel:
 
     # ------------------------------------------------------------------ one step
 
+    def _micro_batch(self, seqs: int) -> tuple[int, float, int]:
+        """Pipeline parallelism keeps up to pp micro-batches in flight, one a stage (vLLM's
+        virtual engines, TensorRT-LLM's in-flight pipeline): every sequence advances a token
+        each time its micro-batch has passed every stage, while the others fill the other
+        stages. So a step of the whole batch takes the trip of its largest micro-batch:
+        (its sequences, their share of the batch, micro-batches). Without PP, or with one
+        sequence (a prompt's chunks pass the stages in turn), the batch itself."""
+        m = min(self.pp, seqs)
+        if m <= 1:
+            return seqs, 1.0, 1
+        largest = -(-seqs // m)
+        return largest, largest / seqs, m
+
     def step_time(self, tokens: int, seqs: int, kv_read: int, attn_pairs: float,
                   draft_tokens: int = 0) -> float:
         if seqs == 0:
             return 0.0
+        micro = 1
+        if self.pp > 1:
+            seqs, share, micro = self._micro_batch(seqs)
+            tokens, kv_read, attn_pairs, draft_tokens = (  # type: ignore[assignment]
+                tokens * share, kv_read * share, attn_pairs * share, draft_tokens * share)
         work = tokens + draft_tokens
         decode = tokens <= seqs
         rank = self._busiest_rank(seqs) if decode or self.cp == 1 else 1.0 / self.cp
@@ -290,18 +311,23 @@ class StepModel:
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
                                           decode)
         eager = decode and not self._graphed(seqs)
-        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager)
+        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:
         """``step_time(seqs, seqs, kv, kv, draft_tokens)`` for every ``kv`` of ``kv_reads`` at
         once: the consecutive steps of a decode phase, where only the context grows. Equal
         to the scalar calls (the same operations in the same order, in float64)."""
+        micro = 1
+        if self.pp > 1:
+            seqs, share, micro = self._micro_batch(seqs)
+            kv_reads, draft_tokens = kv_reads * share, draft_tokens * share  # type: ignore[assignment]
         work = seqs + draft_tokens
         rank = self._busiest_rank(seqs)
         w_r = work * rank
         attention = self._attention_decode(w_r, seqs * rank, kv_reads * rank, np.minimum,
                                            np.maximum)
-        return self._step(seqs, seqs, work, w_r, attention, draft_tokens, not self._graphed(seqs))
+        return self._step(seqs, seqs, work, w_r, attention, draft_tokens, not self._graphed(seqs),
+                          micro)
 
     def _busiest_rank(self, seqs: int) -> float:
         """The share of the batch on the busiest attention-DP rank: ceil(seqs / dp) of them,
@@ -323,11 +349,12 @@ class StepModel:
         return seqs * self._busiest_rank(seqs) <= self.graph_max + 1e-9
 
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
-              draft_tokens: int, eager: bool) -> Num:
+              draft_tokens: int, eager: bool, micro: int = 1) -> Num:
         """A step from its attention time (a number, or an array of them, one per step):
         every other operator depends only on the batch's token and sequence counts. ``eager``:
         without graphs the host launches every layer's operators, at least as long as the GPU
-        takes (launches and kernels overlap)."""
+        takes (launches and kernels overlap). With ``micro`` pipeline micro-batches the counts
+        are one micro-batch's and the host schedules each of them."""
         a = self.attn_proj_s_tok * w_r
         d = self.dense_s_tok * w_r
         e = self.elem_s_tok * w_r
@@ -349,6 +376,7 @@ class StepModel:
         host = self.host_fixed + self.host_s_seq * seqs
         if tokens > seqs:
             host += self.host_s_prefill * (tokens - seqs)
+        host *= micro
         if not self.overlap:
             return gpu + host
         if isinstance(gpu, np.ndarray):

@@ -231,3 +231,27 @@ def test_attention_uses_the_models_head_dim_not_hidden_over_heads() -> None:
         8192, 1, 8192, pairs, False)
     # the catalog states it only where it differs (Llama: 8,192 / 64 = 128)
     assert config("H200", model="llama-3.1-70b-instruct", tp=8).head_dim == 0
+
+
+def test_pipeline_parallelism_keeps_a_micro_batch_in_every_stage() -> None:
+    """Under PP a step is one micro-batch's trip through every stage while the others fill the
+    other stages. At batch 1 there is nothing to overlap: a token passes both stages in turn
+    (one GPU's time for the whole model, plus the hand-off). At 256 sequences two
+    micro-batches of 128 are in flight, so the step takes the trip of 128, and PP2 serves
+    about what TP2 does on the same two GPUs, not what one GPU does."""
+    import numpy as np
+
+    one, pp2, tp2 = (PerfModel(config("H100", "llama-2-70b-chat", tp=tp, pp=pp))
+                     for tp, pp in ((1, 1), (1, 2), (2, 1)))
+    assert pp2.decode_time(1, 600) == pytest.approx(one.decode_time(1, 600), rel=0.02)
+    assert pp2.decode_time(1, 600) > one.decode_time(1, 600)  # the hand-off
+    trip = one.decode_time(128, 128 * 600)
+    assert pp2.decode_time(256, 256 * 600) == pytest.approx(trip, rel=0.05)
+    assert pp2.decode_time(256, 256 * 600) < 0.75 * one.decode_time(256, 256 * 600)
+    assert pp2.decode_time(256, 256 * 600) < 1.25 * tp2.decode_time(256, 256 * 600)
+    # one sequence's prompt passes the stages in turn: no overlap
+    assert pp2.prefill_time(2048) == pytest.approx(one.prefill_time(2048), rel=0.02)
+    # the decode phase at once equals the step-by-step calls (odd batch: uneven micro-batches)
+    contexts = np.array([255 * 600, 255 * 601, 255 * 700])
+    at_once = pp2.decode_times(255, contexts, 1)
+    assert at_once.tolist() == [pp2.decode_time(255, int(c), 1) for c in contexts]
