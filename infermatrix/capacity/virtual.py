@@ -374,7 +374,7 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     """Search every SLO tier of the agentic workload ``workload_name`` on the simulated
     ``recipe_id`` in virtual time; return the capacity document (marked simulated).
     ``measurement`` defaults to the workload's (see plan.measurement.capacity_measurement)."""
-    m = measurement or capacity_measurement(cat, workload_name)
+    m = measurement or capacity_measurement(cat, workload_name, recipe_id=recipe_id)
     tok = load_tokenizer(None)
     source = source_of(m.sessions, cat.root, tok)
     s = settings_of(m)

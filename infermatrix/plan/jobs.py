@@ -173,14 +173,8 @@ def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runne
     if cat.workloads[workload].kind == "agentic":
         bounds = getattr(entry, "capacity", None)
         search = bounds.model_dump(exclude_none=True) if bounds is not None else {}
-        # an agent keeps its conversation within what the server takes: where the recipe's
-        # context is shorter than the workload's limit, a session ends (and the agent starts
-        # afresh) before its next turn would pass it, instead of sending requests bound to fail
-        sessions = cat.workloads[workload].sessions
-        limit = sessions.max_context_tokens if sessions is not None else None
-        if recipe.max_model_len and (limit is None or recipe.max_model_len < limit):
-            search.setdefault("max_context_tokens", recipe.max_model_len)
-        capacity: CapacityMeasurement | None = capacity_measurement(cat, workload, **search)
+        capacity: CapacityMeasurement | None = capacity_measurement(
+            cat, workload, recipe_id=recipe_id, **search)
         concurrency, measurement = [], capacity
         timeout = _capacity_minutes(capacity)  # type: ignore[arg-type]
     else:

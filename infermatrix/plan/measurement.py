@@ -105,10 +105,19 @@ def dist_text(v: Any) -> str:
     return str(v)
 
 
-def capacity_measurement(cat: Catalog, workload: str, **search: Any) -> CapacityMeasurement:
+def capacity_measurement(cat: Catalog, workload: str, recipe_id: str | None = None,
+                         **search: Any) -> CapacityMeasurement:
     """The capacity search an agentic workload describes; ``search`` overrides the bounds
-    (start, max_concurrency, resolution, resolution_pct, time_budget_s) and session fields (duration_s, …)."""
+    (start, max_concurrency, resolution, resolution_pct, time_budget_s) and session fields
+    (duration_s, …). With ``recipe_id``, an agent keeps its conversation within what that
+    server takes: where the recipe's context is shorter than the workload's limit, a session
+    ends (and the agent starts afresh) before its next turn would pass it, instead of sending
+    requests bound to fail."""
     wl = cat.workloads[workload]
+    recipe = cat.recipes.get(recipe_id) if recipe_id else None
+    cap = wl.sessions.max_context_tokens if wl.sessions is not None else None
+    if recipe is not None and recipe.max_model_len and (cap is None or recipe.max_model_len < cap):
+        search.setdefault("max_context_tokens", recipe.max_model_len)
     if wl.kind != "agentic":
         raise ValueError(f"workload {workload!r} is {wl.kind}, not agentic")
     ses = wl.sessions
