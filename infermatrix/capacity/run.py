@@ -53,6 +53,12 @@ class CapacitySettings:
     seed: int = 0
     time_scale: float = 1.0  # of a simulated engine: tool delays shrink with it
 
+    def level_plan(self, agents: int, salt: str = "lvl0") -> LevelPlan:
+        """One level of ``agents`` under these settings (the client's and the virtual's)."""
+        return LevelPlan(agents=agents, duration_s=self.duration_s, warmup_s=self.warmup_s,
+                         mid_session=self.mid_session, seed=self.seed, salt=salt,
+                         max_context_tokens=self.max_context_tokens, time_scale=self.time_scale)
+
 
 @dataclass
 class Target:
@@ -91,16 +97,7 @@ class LevelRunner:
         }
         if self.s.flush_cache and self.t.engine:
             between["flush"] = await asyncio.to_thread(flush_prefix_cache, urls, self.t.engine)
-        plan = LevelPlan(
-            agents=agents,
-            duration_s=self.s.duration_s,
-            warmup_s=self.s.warmup_s,
-            mid_session=self.s.mid_session,
-            seed=self.s.seed,
-            salt=f"x{self.run_salt}L{len(self.outcomes)}c{agents}",
-            max_context_tokens=self.s.max_context_tokens,
-            time_scale=self.s.time_scale,
-        )
+        plan = self.s.level_plan(agents, salt=f"x{self.run_salt}L{len(self.outcomes)}c{agents}")
         t0 = perf_counter()
         out = await run_level(
             self.t.cfg,

@@ -248,12 +248,6 @@ def _blocks(ids: tuple[int, ...], bs: int, tokens: int, tail: Hashable
     return [*out, (("tail", tail), tokens - len(out) * bs)]
 
 
-def _plan_of(agents: int, s: CapacitySettings) -> LevelPlan:
-    return LevelPlan(agents=agents, duration_s=s.duration_s, warmup_s=s.warmup_s,
-                     mid_session=s.mid_session, seed=s.seed,
-                     max_context_tokens=s.max_context_tokens)
-
-
 def _window(run: SimRun, info: list[_Turn], plan: LevelPlan) -> MeasuredWindow:
     """The level's measured window, as the client opens it: after the warm-up and every
     lane's first token (a simulated request sent runs to its end, so each has one)."""
@@ -327,7 +321,7 @@ class VirtualLevels:
         sim = self._config(agents)
         lanes = _Lanes(self.source, self.tok, sim.block_size, agents, self.s, self.sessions,
                        self.plans)
-        plan = _plan_of(agents, self.s)
+        plan = self.s.level_plan(agents)
         t_stop = self.s.warmup_s + self.s.duration_s  # unless the first answers come later
         # turns come faster with fewer agents: pace by the nearest level below (enough turns),
         # else by the nearest above (maybe too few, then replayed at this level's own pace)

@@ -114,13 +114,13 @@ def capacity_measurement(cat: Catalog, workload: str, recipe_id: str | None = No
     ends (and the agent starts afresh) before its next turn would pass it, instead of sending
     requests bound to fail."""
     wl = cat.workloads[workload]
-    recipe = cat.recipes.get(recipe_id) if recipe_id else None
-    cap = wl.sessions.max_context_tokens if wl.sessions is not None else None
-    if recipe is not None and recipe.max_model_len and (cap is None or recipe.max_model_len < cap):
-        search.setdefault("max_context_tokens", recipe.max_model_len)
     if wl.kind != "agentic":
         raise ValueError(f"workload {workload!r} is {wl.kind}, not agentic")
     ses = wl.sessions
+    recipe = cat.recipes.get(recipe_id) if recipe_id else None
+    cap = ses.max_context_tokens if ses is not None else None
+    if recipe is not None and recipe.max_model_len and (cap is None or recipe.max_model_len < cap):
+        search.setdefault("max_context_tokens", recipe.max_model_len)
     session_fields: dict[str, Any] = {}
     if ses is not None:
         session_fields = {
