@@ -14,7 +14,8 @@ A sweep's ``run.json`` lists every planned job from the start (``pending`` until
 the job itself, so a resume needs no re-planning) and is rewritten, atomically, at every change.
 
 ``--resume RUN_ID`` re-runs every job that is not ``done``. Within such a job the levels already
-recorded ok are kept — their files are never rewritten — and only the others are measured; what
+recorded ok are kept — their files are never rewritten — and only the others are measured (a
+level file written just before a kill -9, whose manifest entry never was, counts as recorded); what
 an earlier attempt left (its error, its failed levels) is kept under ``previous_attempts``.
 """
 
@@ -77,6 +78,28 @@ def _level_ok(job_dir: Path, level: dict[str, Any]) -> bool:
     return isinstance(block, dict) and block.get("status") == "ok"
 
 
+_BETWEEN_LEVELS = ("drain", "flush")  # what record_level copies into both the file and the entry
+
+
+def _unrecorded_levels(job_dir: Path, recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Levels whose file was written but whose manifest entry was not: a level's file is
+    written (atomically) before the manifest, so a kill -9 between the two leaves it measured
+    and complete. Its own ``infermatrix`` block says what the entry would have said."""
+    known = {lv.get("concurrency") for lv in recorded}
+    found = []
+    for path in sorted(job_dir.glob("conc-*.json")):
+        conc = path.stem.removeprefix("conc-")
+        if not conc.isdigit() or int(conc) in known:
+            continue
+        doc = _read(path)
+        block = doc.get("infermatrix") if doc else None
+        if isinstance(block, dict) and block.get("concurrency") == int(conc):
+            found.append({"concurrency": int(conc), "status": block.get("status"),
+                          "file": path.name, "error": block.get("error"),
+                          **{k: block[k] for k in _BETWEEN_LEVELS if k in block}})
+    return found
+
+
 def opening(job_dir: Path) -> dict[str, Any]:
     """Manifest fields of a job starting now. When an earlier attempt left a manifest here (only
     ``--resume`` gets this far), its finished levels are carried over and the rest of it is kept
@@ -86,6 +109,7 @@ def opening(job_dir: Path) -> dict[str, Any]:
     if old is None:
         return fields
     levels = [lv for lv in old.get("levels") or [] if isinstance(lv, dict)]
+    levels += _unrecorded_levels(job_dir, levels)
     kept = [lv for lv in levels if _level_ok(job_dir, lv)]
     earlier = {k: old.get(k) for k in ("started_at", "finished_at", "status", "error")}
     earlier["state"] = job_state(old)

@@ -71,3 +71,24 @@ def test_run_resume_measures_only_the_unfinished_levels(
     assert _run(tmp_path, "--resume", "v1") == 0
     assert "done already" in capsys.readouterr().out
     assert {p.name: p.read_bytes() for p in job_dir.iterdir()} == before
+
+
+def test_a_level_file_written_before_the_kill_reached_the_manifest_is_kept(tmp_path: Path) -> None:
+    """A level's file is written before its manifest entry: a kill -9 between the two leaves a
+    complete, measured level that the manifest does not list. The resume keeps it as it is."""
+    assert _run(tmp_path, "--run-id", "v1") == 0
+    (job_dir,) = (tmp_path / "v1" / "jobs").iterdir()
+    path = job_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(state="running", status="running", finished_at=None, owner=_gone_runner())
+    manifest["levels"] = [lv for lv in manifest["levels"] if lv["concurrency"] == 1]  # c=4 unlisted
+    path.write_text(json.dumps(manifest))
+    (job_dir / "conc-16.json").unlink()
+    kept = {c: (job_dir / f"conc-{c}.json").read_bytes() for c in (1, 4)}
+
+    assert main(["run", "--resume", "v1", "--output-dir", str(tmp_path), "--root", str(REPO)]) == 0
+    manifest = json.loads(path.read_text())
+    assert manifest["state"] == "done" and manifest["status"] == "ok"
+    assert sorted(lv["concurrency"] for lv in manifest["levels"]) == [1, 4, 16]
+    assert {c: (job_dir / f"conc-{c}.json").read_bytes() for c in (1, 4)} == kept
+    assert manifest["previous_attempts"][0]["levels"] == []  # nothing of c=4 counted as lost
