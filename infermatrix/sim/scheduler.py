@@ -403,13 +403,43 @@ class EngineCore:
         seq.reserved = 0
 
     def could_admit(self) -> bool:
-        """Whether the head of the queue could join the batch at the next step. Under
-        reserve_to_completion a reservation frees only when a sequence leaves."""
+        """Whether the head of the queue could join the batch at a step of a decode phase
+        (every running sequence decodes, none leaves). Under reserve_to_completion a
+        reservation frees only when a sequence leaves. Otherwise a rank admits when it is
+        empty, or when the head's first chunk fits above the watermark (``_admit``'s test). In
+        a phase blocks are only allocated, so a rank that fails that test now fails it at
+        every step of the phase: a full KV pool does not cut a phase into single steps."""
         if not self.waiting or len(self.running) >= self.cfg.max_num_seqs:
             return False
-        if not self.reserve:
-            return True
-        return self._place(self.waiting[0])[2]
+        seq = self.waiting[0]
+        if self.reserve:
+            return self._place(seq)[2]
+        budget = self.cfg.max_num_batched_tokens - len(self.running)  # decoders take 1 each
+        if budget <= 0:
+            return False
+        for r, pool in enumerate(self.pools):
+            if self.rank_seqs[r] >= self.rank_max_seqs:
+                continue
+            if not self.rank_seqs[r]:
+                return True
+            matched = self._matched(seq, pool)
+            need = self._first_chunk(seq, matched, budget)[3]
+            if pool.free_after_acquire(matched) - need >= self.watermark:
+                return True
+        return False
+
+    def _first_chunk(self, seq: Seq, matched: list[int], budget: int
+                     ) -> tuple[int, int, int, int]:
+        """What admitting ``seq`` computes at once: its computed tokens (a cached prefix, a
+        warm start or remote KV), its first chunk's tokens, its draft tokens, and the fresh
+        blocks they need."""
+        if seq.remote_kv and not seq.admitted:
+            computed = seq.prompt_len + seq.num_output - 1
+        else:
+            computed = max(len(matched) * self.bs, min(seq.warm, seq.target - 1))
+        n = min(seq.target - computed, budget)
+        draft = self.draft if seq.num_output and computed + n == seq.target else 0
+        return computed, n, draft, self.blocks_needed(computed + n + draft) - len(matched)
 
     def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
@@ -420,13 +450,7 @@ class EngineCore:
             if self.reserve and not room:
                 break  # no rank can reserve its KV to completion: wait for one to finish
             pool = self.pools[rank]
-            if seq.remote_kv and not seq.admitted:
-                seq.num_computed = seq.prompt_len + seq.num_output - 1
-            else:
-                seq.num_computed = max(len(matched) * self.bs, min(seq.warm, seq.target - 1))
-            n = min(seq.target - seq.num_computed, budget)
-            draft = self.draft if seq.num_output and seq.num_computed + n == seq.target else 0
-            need = self.blocks_needed(seq.num_computed + n + draft) - len(matched)
+            seq.num_computed, n, draft, need = self._first_chunk(seq, matched, budget)
             if self.rank_seqs[rank] and pool.free_after_acquire(matched) - need < self.watermark:
                 seq.num_computed = 0  # (checked before acquiring: the usual way to stop)
                 break

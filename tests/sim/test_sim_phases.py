@@ -150,3 +150,30 @@ def test_a_step_completing_prefills_starts_a_phase_equal_to_stepping(monkeypatch
     for a, b in zip(bare.results, slow.results, strict=True):
         assert (a.first_token_at, a.finished_at) == pytest.approx(
             (b.first_token_at, b.finished_at), abs=1e-9)
+
+
+def test_a_queue_held_back_by_a_full_kv_pool_does_not_cut_phases(monkeypatch: Any) -> None:
+    """More requests than the KV pool holds: the head of the queue waits for blocks, which
+    only a leaving sequence frees. The decode phases go on over the waiting queue (a rank that
+    cannot take the head now cannot during a phase), token for token as stepping."""
+    from infermatrix.sim.scheduler import EngineCore
+
+    held = []
+    original = EngineCore.could_admit
+
+    def spy(self: EngineCore) -> bool:
+        ok = original(self)
+        held.append(bool(self.waiting) and not ok)
+        return ok
+
+    monkeypatch.setattr(EngineCore, "could_admit", spy)
+    cfg = config("H100", tp=1, max_num_seqs=64)  # ~4,300 tokens of KV
+    reqs = [SimRequest(400 + 53 * (i % 6), 300 + 29 * (i % 5)) for i in range(48)]
+    fast = simulate(cfg, reqs, concurrency=24)
+    assert any(held)
+    slow = simulate(cfg, reqs, concurrency=24, streaks=False)
+    assert fast.steps == slow.steps
+    assert fast.preemptions == slow.preemptions
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert a.completion_tokens == b.completion_tokens
+        assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
