@@ -254,8 +254,8 @@ def _window(run: SimRun, info: list[_Turn], plan: LevelPlan) -> MeasuredWindow:
     window = MeasuredWindow(0.0, plan)
     for res, meta in zip(run.results, info, strict=True):
         if meta.first:
-            window.first_request_ended(res.first_token_at if res.first_token_at is not None
-                                       else res.sent_at)
+            window.first_token(meta.lane, res.first_token_at if res.first_token_at is not None
+                               else res.sent_at)
     return window
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -41,6 +42,8 @@ class RequestRecord:
     response_id: str | None = None
     done_seen: bool = False  # the stream ended with [DONE]
     bad_events: int = 0  # malformed events (not UTF-8 or not JSON): the request failed
+    # called once with the first token's stamp when it is parsed, while the answer streams
+    on_first_token: Callable[[float], None] | None = None
 
     @property
     def ok(self) -> bool:

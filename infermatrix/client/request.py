@@ -44,7 +44,8 @@ class _Exchange:
     """Routes one response's body: SSE pieces into the record, or a small body to keep.
 
     The receive path (``_sse``) only keeps each piece with its receive stamp. Pieces are parsed
-    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces, after the reads the loop has
+    in bulk (:meth:`_drain`): every ``DRAIN_PIECES`` pieces (every piece until the first token,
+    for a record with ``on_first_token``: someone waits for it), after the reads the loop has
     already taken in (so it never delays their stamps) — in the run's :class:`DeferredParser`
     when there is one (slices of parsing between reads), else scheduled on the loop; when the
     answer has ended (a piece ending in ``data: [DONE]`` resolves the request at once, the rest
@@ -56,6 +57,7 @@ class _Exchange:
         "deferred",
         "done_early",
         "drain_at",
+        "drain_every",
         "drain_soon",
         "ended",
         "parser",
@@ -78,6 +80,8 @@ class _Exchange:
         self.pending = 0  # bytes in self.pieces
         self.received = 0  # bytes drained so far
         self.drain_at = DRAIN_BYTES
+        # a record waiting for its first token is parsed from its first read on (see _events)
+        self.drain_every = 1 if rec.on_first_token is not None else DRAIN_PIECES
         self.ended = False  # [DONE] or a failure: later bytes are not read
         self.done_early = False  # ended by a piece ending in "data: [DONE]", not parsed yet
         self.drain_soon = False  # a drain is scheduled after the loop's current reads
@@ -110,7 +114,7 @@ class _Exchange:
                 self._drain_now()
         elif self.pending > self.drain_at or b'"error"' in data:
             self._drain_now()
-        elif len(pieces) >= DRAIN_PIECES and not self.drain_soon:
+        elif len(pieces) >= self.drain_every and not self.drain_soon:
             self.drain_soon = True
             if self.deferred is not None:
                 self.deferred.stream(self)
@@ -190,6 +194,10 @@ class _Exchange:
                 rec.usage_prompt_tokens = c.prompt_tokens
             if rec.response_id is None and c.id:
                 rec.response_id = c.id
+        if rec.on_first_token is not None and times:  # (once per request, not per event)
+            notify, rec.on_first_token = rec.on_first_token, None
+            self.drain_every = DRAIN_PIECES
+            notify(times[0])
         if first_bad:
             self.ended = True
             raise HTTPError("bad_event", f"{rec.bad_events} malformed event(s), first: {first_bad}")

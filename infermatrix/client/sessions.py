@@ -38,6 +38,7 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -305,23 +306,28 @@ class MeasuredWindow:
     mid-session, from the moment the last lane's first request has its first token (their cold
     contexts are prefilled: at a few thousand agents that is minutes of prefill), whichever is
     later, but no later than ``WARM_START_LIMIT × duration_s`` after the warm-up; it lasts
-    ``duration_s``. Times are absolute (``perf_counter`` or virtual). Until every first request
-    has ended, the start is not known: it is taken as the latest possible, so lanes go on
-    sending, and which turns fell inside is decided once it is (``inside``)."""
+    ``duration_s``. Times are absolute (``perf_counter`` or virtual). The client learns each
+    first token as its answer streams (a few tokens later, when they are parsed). Until every
+    lane has its first token, the start is not known: it is taken as the latest possible, so
+    lanes go on sending, and which turns fell inside is decided once it is (``inside``)."""
 
     def __init__(self, t0: float, plan: LevelPlan) -> None:
         self.earliest = t0 + plan.warmup_s
         self.latest = self.earliest + WARM_START_LIMIT * plan.duration_s
         self.duration = plan.duration_s
         self.waiting = plan.agents if plan.mid_session else 0
+        self._counted: set[int] = set()
         self.last_first_token = -math.inf
         self.opened: float | None = None if self.waiting else self.earliest
 
-    def first_request_ended(self, first_token_at: float) -> None:
-        """A lane's first request has ended; its first token (or its failure) came at
-        ``first_token_at``."""
+    def first_token(self, lane: int, at: float) -> None:
+        """Lane ``lane``'s first request had its first token at ``at`` (or ended without one
+        then). Counted once a lane: later calls for it change nothing."""
+        if self.waiting <= 0 or lane in self._counted:
+            return
+        self._counted.add(lane)
         self.waiting -= 1
-        self.last_first_token = max(self.last_first_token, first_token_at)
+        self.last_first_token = max(self.last_first_token, at)
         if self.waiting == 0:
             self.opened = min(max(self.earliest, self.last_first_token), self.latest)
 
@@ -409,6 +415,8 @@ async def run_level(
                     output_len_requested=spec.output_len,
                 )
                 tap = _UsageTap(client)
+                if first_request and window.opened is None:  # the window opens on it, live
+                    rec.on_first_token = partial(window.first_token, k)
                 # closed loop: due and released the moment the agent sends (no slot to wait for)
                 rec.deadline = rec.dispatched = perf_counter()
                 await send(tap, cfg.url, body, rec, cfg.timeouts.total, headers)  # type: ignore[arg-type]
@@ -424,9 +432,9 @@ async def run_level(
                 turns.append(tr)
                 records.append(rec)
                 decided_at.append(decided)
-                if first_request:
-                    window.first_request_ended(rec.start + tr.ttft if tr.ttft is not None
-                                               else perf_counter())
+                if first_request:  # (counted already when its first token was parsed live)
+                    window.first_token(k, rec.start + tr.ttft if tr.ttft is not None
+                                       else perf_counter())
                 first_request = False
                 if not rec.ok:
                     break  # the conversation cannot go on without its answer

@@ -15,10 +15,11 @@ from agentic_servers import HERE, SIM_SCALE, Server, free_port  # noqa: E402
 
 @pytest.fixture
 def limit_server() -> Iterator[Callable[..., Server]]:
-    """limit_server(limit=N) → the tiny server whose capacity is N agents by construction."""
+    """limit_server(limit=N, *flags) → the tiny server whose capacity is N agents by
+    construction (flags: imx_limit_server.py's own)."""
     started: list[Server] = []
 
-    def start(limit: int) -> Server:
+    def start(limit: int, *flags: str) -> Server:
         port = free_port()
         srv = Server(
             [
@@ -28,6 +29,7 @@ def limit_server() -> Iterator[Callable[..., Server]]:
                 str(port),
                 "--limit",
                 str(limit),
+                *flags,
             ],
             port,
         )

@@ -5,6 +5,8 @@ its tokens ``--slow-gap-ms`` apart; otherwise ``--fast-gap-ms`` apart. TTFT stay
 SLO tier whose speed sits between the two passes exactly up to ``limit`` closed-loop agents
 with no tool delay. A request leaves the in-flight count after its last token and before the
 usage event and [DONE], so an agent's next turn never overlaps its own previous one.
+With ``--first-gap-ms`` the first request the server receives streams that far apart instead
+(one long first answer).
 
 Between two turns an agent is briefly out of the count (the client receives, parses and sends
 the next turn), so one agent above the limit only slows the requests admitted while all the
@@ -26,8 +28,9 @@ from aiohttp import web
 MODEL = "limit-model"
 
 
-def make_app(limit: int, fast_gap_s: float, slow_gap_s: float) -> web.Application:
-    state: dict[str, object] = {"active": 0, "last": {}}
+def make_app(limit: int, fast_gap_s: float, slow_gap_s: float,
+             first_gap_s: float | None = None) -> web.Application:
+    state: dict[str, object] = {"active": 0, "last": {}, "served": 0}
 
     async def models(_req: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
@@ -47,6 +50,9 @@ def make_app(limit: int, fast_gap_s: float, slow_gap_s: float) -> web.Applicatio
         prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         state["active"] += 1  # type: ignore[operator]
         gap = slow_gap_s if state["active"] > limit else fast_gap_s  # type: ignore[operator]
+        if first_gap_s is not None and state["served"] == 0:
+            gap = first_gap_s
+        state["served"] += 1  # type: ignore[operator]
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
             await resp.prepare(req)
@@ -88,9 +94,11 @@ def main() -> None:
     p.add_argument("--limit", type=int, required=True)
     p.add_argument("--fast-gap-ms", type=float, default=2.0)
     p.add_argument("--slow-gap-ms", type=float, default=25.0)
+    p.add_argument("--first-gap-ms", type=float, default=None)
     a = p.parse_args()
+    first = None if a.first_gap_ms is None else a.first_gap_ms / 1000
     web.run_app(
-        make_app(a.limit, a.fast_gap_ms / 1000, a.slow_gap_ms / 1000),
+        make_app(a.limit, a.fast_gap_ms / 1000, a.slow_gap_ms / 1000, first),
         host="127.0.0.1",
         port=a.port,
         print=None,

@@ -75,6 +75,23 @@ def test_the_client_measures_only_after_every_lane_has_its_first_token(limit_ser
     assert all(t.start >= last_first - 1e-6 for t in measured), (last_first, measured[0])
 
 
+def test_the_client_learns_the_window_as_the_last_first_answer_streams(limit_server) -> None:
+    """One lane's first answer (the server's first request: 30 tokens 0.25 s apart) streams for
+    longer than the whole level. The window opens at its first token, which the client learns
+    as that answer streams, not when it ends: the other lanes stop sending at the window's end
+    (they used to go on until the long answer ended, loading the server unmeasured)."""
+    srv = limit_server(100, "--first-gap-ms", "250")
+    plan = LevelPlan(agents=4, duration_s=1.0, warmup_s=0.0, mid_session=True)
+    out = run_level_sync(cfg(srv.base_url), sessions(Dist(kind="constant", value=8), 30), plan)
+    t0 = out.records[0].start - out.turns[0].start  # turn starts are relative to the level's
+    stop = out.t_measure - t0 + plan.duration_s
+    slow = max(out.turns, key=lambda t: t.e2el or 0.0)
+    assert slow.start + (slow.e2el or 0.0) > stop + 4.0  # the case this test is about
+    assert [t for t in out.turns if t.measured]
+    late = [round(t.start, 2) for t in out.turns if t.start > stop + 1.0]
+    assert not late, (stop, late)
+
+
 def test_a_virtual_level_opens_its_window_after_the_cold_first_requests(monkeypatch) -> None:
     """In virtual time the window opens as the client's does: the warm-up here (1 s) is shorter
     than the lanes' first prefills (64 × 4,000 new tokens; the earlier turns start warm), so it
