@@ -254,7 +254,7 @@ def _window(run: SimRun, info: list[_Turn], plan: LevelPlan) -> MeasuredWindow:
     window = MeasuredWindow(0.0, plan)
     for res, meta in zip(run.results, info, strict=True):
         if meta.first:
-            window.first_token(meta.lane, res.first_token_at if res.first_token_at is not None
+            window.first_token(res.first_token_at if res.first_token_at is not None
                                else res.sent_at)
     return window
 

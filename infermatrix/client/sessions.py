@@ -38,7 +38,6 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -316,16 +315,14 @@ class MeasuredWindow:
         self.latest = self.earliest + WARM_START_LIMIT * plan.duration_s
         self.duration = plan.duration_s
         self.waiting = plan.agents if plan.mid_session else 0
-        self._counted: set[int] = set()
         self.last_first_token = -math.inf
         self.opened: float | None = None if self.waiting else self.earliest
 
-    def first_token(self, lane: int, at: float) -> None:
-        """Lane ``lane``'s first request had its first token at ``at`` (or ended without one
-        then). Counted once a lane: later calls for it change nothing."""
-        if self.waiting <= 0 or lane in self._counted:
+    def first_token(self, at: float) -> None:
+        """A lane's first request had its first token at ``at`` (or ended without one then):
+        called once a lane."""
+        if self.waiting <= 0:  # (the window did not wait for first tokens)
             return
-        self._counted.add(lane)
         self.waiting -= 1
         self.last_first_token = max(self.last_first_token, at)
         if self.waiting == 0:
@@ -416,7 +413,7 @@ async def run_level(
                 )
                 tap = _UsageTap(client)
                 if first_request and window.opened is None:  # the window opens on it, live
-                    rec.on_first_token = partial(window.first_token, k)
+                    rec.on_first_token = window.first_token
                 # closed loop: due and released the moment the agent sends (no slot to wait for)
                 rec.deadline = rec.dispatched = perf_counter()
                 await send(tap, cfg.url, body, rec, cfg.timeouts.total, headers)  # type: ignore[arg-type]
@@ -432,8 +429,9 @@ async def run_level(
                 turns.append(tr)
                 records.append(rec)
                 decided_at.append(decided)
-                if first_request:  # (counted already when its first token was parsed live)
-                    window.first_token(k, rec.start + tr.ttft if tr.ttft is not None
+                if rec.on_first_token is not None:  # no token was parsed while it streamed
+                    rec.on_first_token = None
+                    window.first_token(rec.start + tr.ttft if tr.ttft is not None
                                        else perf_counter())
                 first_request = False
                 if not rec.ok:

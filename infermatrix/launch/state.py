@@ -78,13 +78,11 @@ def _level_ok(job_dir: Path, level: dict[str, Any]) -> bool:
     return isinstance(block, dict) and block.get("status") == "ok"
 
 
-_BETWEEN_LEVELS = ("drain", "flush")  # what record_level copies into both the file and the entry
-
-
 def _unrecorded_levels(job_dir: Path, recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Levels whose file was written but whose manifest entry was not: a level's file is
     written (atomically) before the manifest, so a kill -9 between the two leaves it measured
-    and complete. Its own ``infermatrix`` block says what the entry would have said."""
+    and complete. Its own ``infermatrix`` block says what the entry would have said (what
+    happened between the levels, drain and flush, stays in that block)."""
     known = {lv.get("concurrency") for lv in recorded}
     found = []
     for path in sorted(job_dir.glob("conc-*.json")):
@@ -95,8 +93,7 @@ def _unrecorded_levels(job_dir: Path, recorded: list[dict[str, Any]]) -> list[di
         block = doc.get("infermatrix") if doc else None
         if isinstance(block, dict) and block.get("concurrency") == int(conc):
             found.append({"concurrency": int(conc), "status": block.get("status"),
-                          "file": path.name, "error": block.get("error"),
-                          **{k: block[k] for k in _BETWEEN_LEVELS if k in block}})
+                          "file": path.name, "error": block.get("error")})
     return found
 
 

@@ -421,13 +421,15 @@ class EngineCore:
         for r, pool in enumerate(self.pools):
             if self.rank_seqs[r] >= self.rank_max_seqs:
                 continue
-            if not self.rank_seqs[r]:
-                return True
             matched = self._matched(seq, pool)
-            need = self._first_chunk(seq, matched, budget)[3]
-            if pool.free_after_acquire(matched) - need >= self.watermark:
+            if self._chunk_fits(r, pool, matched, self._first_chunk(seq, matched, budget)[3]):
                 return True
         return False
+
+    def _chunk_fits(self, rank: int, pool: BlockPool, matched: list[int], need: int) -> bool:
+        """Whether ``rank`` takes a first chunk needing ``need`` fresh blocks besides its
+        cached ``matched`` ones: an empty rank always, another above the watermark."""
+        return not self.rank_seqs[rank] or pool.free_after_acquire(matched) - need >= self.watermark
 
     def _first_chunk(self, seq: Seq, matched: list[int], budget: int
                      ) -> tuple[int, int, int, int]:
@@ -452,7 +454,7 @@ class EngineCore:
                 break  # no rank can reserve its KV to completion: wait for one to finish
             pool = self.pools[rank]
             seq.num_computed, n, draft, need = self._first_chunk(seq, matched, budget)
-            if self.rank_seqs[rank] and pool.free_after_acquire(matched) - need < self.watermark:
+            if not self._chunk_fits(rank, pool, matched, need):
                 seq.num_computed = 0  # (checked before acquiring: the usual way to stop)
                 break
             pool.acquire(matched)
