@@ -107,6 +107,7 @@ class SimConfig:
     # what the per-operator model looks up in infermatrix/sim/data/efficiency.yaml
     vendor: str = "nvidia"
     engine: str = "vllm"
+    engine_version: str = ""  # as a recipe or a source gives it ("" unknown)
     matmul_dtype: str = "bf16"
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
@@ -260,6 +261,7 @@ class SimConfig:
         spec_draft_tokens: int = 0, spec_acceptance: float | None = None,
         kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1,
         router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
+        engine_version: str | None = None,
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None,
@@ -269,7 +271,8 @@ class SimConfig:
         ``engine`` (vllm, sglang, trtllm) picks the engine's overheads and limit semantics: under
         attention data parallelism TensorRT-LLM's and vLLM's max batch size and token budget are
         per rank (the instance admits dp × as many), SGLang's are for the whole instance.
-        ``per_rank_limits`` overrides that. ``graph_max_seqs`` is the largest decode batch per
+        ``per_rank_limits`` overrides that. ``engine_version`` picks the tables' rows for that
+        engine's builds from a version on. ``graph_max_seqs`` is the largest decode batch per
         rank the engine captured as a CUDA/NPU graph (-1: all, 0: none); ``graph_max_tokens``
         gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too).
         ``reserve_to_completion`` (default: TensorRT-LLM only) admits a request only with the
@@ -343,7 +346,7 @@ class SimConfig:
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
             router_policy=canonical_policy(router_policy), tuning=tuning,
-            vendor=hw.vendor, engine=engine, matmul_dtype=dtype,
+            vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
@@ -377,6 +380,7 @@ class SimConfig:
 
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
+            knobs["engine_version"] = recipe.engine.version
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode

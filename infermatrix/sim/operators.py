@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .tables import EfficiencyTables, default_tables, fabric_name
+from .tables import EfficiencyTables, OperatorRow, default_tables, fabric_name
 
 if TYPE_CHECKING:
     from .config import SimConfig
@@ -63,13 +63,17 @@ class StepModel:
         t = tables or default_tables()
         hw, vendor, dtype = cfg.hardware, cfg.vendor, cfg.matmul_dtype
         tun = cfg.tuning
-        gemm = t.operator("gemm", hw, vendor, dtype, tun)
-        moe = t.operator("grouped_gemm", hw, vendor, dtype, tun)
-        att_d = t.operator("attention_decode", hw, vendor, fallback=tun)
-        att_p = t.operator("attention_prefill", hw, vendor, fallback=tun)
-        elem = t.operator("elementwise", hw, vendor, fallback=tun)
-        samp = t.operator("sampling", hw, vendor, fallback=tun)
-        eager = t.operator("eager_dispatch", hw, vendor, fallback=tun)
+
+        def row(op: str, dtype: str = "*") -> OperatorRow:
+            return t.operator(op, hw, vendor, dtype, tun, cfg.engine, cfg.engine_version)
+
+        gemm = row("gemm", dtype)
+        moe = row("grouped_gemm", dtype)
+        att_d = row("attention_decode")
+        att_p = row("attention_prefill")
+        elem = row("elementwise")
+        samp = row("sampling")
+        eager = row("eager_dispatch")
         arch = t.architectures
         eng = t.engines.get(cfg.engine) or t.engines["vllm"]  # type: ignore[call-overload]
         self.cfg = cfg

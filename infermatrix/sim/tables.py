@@ -7,11 +7,12 @@ dtype and operator. Values the tables do not give come from ``tuning.py``.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..catalog.loader import _validation_problems  # noqa: PLC2701
 from ..catalog.yamlsrc import CatalogError, load_yaml
@@ -25,6 +26,20 @@ Micros = Annotated[float, Field(ge=0, le=1e6)]
 Source = Annotated[str, Field(min_length=3)]
 Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
              "sampling", "eager_dispatch"]
+EngineName = Literal["vllm", "sglang", "trtllm"]
+
+
+def release(version: str | None) -> tuple[int, ...] | None:
+    """The release numbers a version string starts with ("v0.5.12-cu130" and "0.5.12.post1"
+    -> (0, 5, 12)); None for a version that names none ("unstated", an image tag)."""
+    match = re.match(r"v?(\d+(?:\.\d+)*)", (version or "").strip())
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+def _a_release(version: str) -> str:
+    if release(version) is None:
+        raise ValueError(f"{version!r} is not a version (write it as 0.5.9)")
+    return version
 
 
 class _Strict(BaseModel):
@@ -39,6 +54,11 @@ class OperatorRow(_Strict):
     hardware: str | list[str] = "*"
     """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
+    engine: EngineName | Literal["*"] = "*"
+    since: Annotated[str, AfterValidator(_a_release)] | None = None
+    """with ``engine``: the row describes that engine's builds from this version on (kernels
+    change between releases); a deployment whose engine version is unknown keeps the rows
+    without one"""
     compute_eff: Share = 1.0
     memory_eff: Share = 1.0
     floor_us: Micros = 0.0
@@ -50,6 +70,12 @@ class OperatorRow(_Strict):
     kernels: Annotated[int, Field(ge=0, le=100)] = 1
     per_seq_us: Micros = 0.0
     source: Source
+
+    @model_validator(mode="after")
+    def _since_names_an_engine(self) -> OperatorRow:
+        if self.since is not None and self.engine == "*":
+            raise ValueError("since: give the engine whose builds it dates")
+        return self
 
 
 class Fabric(_Strict):
@@ -141,7 +167,7 @@ class Architectures(_Strict):
     mla_qk_head: Annotated[int, Field(ge=1)]
     mla_v_head: Annotated[int, Field(ge=1)]
     mla_source: Source
-    compressed_kv_pools: dict[Literal["vllm", "sglang", "trtllm"], CompressedKVPool] = {}
+    compressed_kv_pools: dict[EngineName, CompressedKVPool] = {}
     """engines whose DeepSeek V4 KV pool is not one latent entry per token (the model's
     ``kv_bytes_per_token``) but the layout above"""
 
@@ -149,14 +175,17 @@ class Architectures(_Strict):
 class EfficiencyTables(_Strict):
     operators: list[OperatorRow]
     fabrics: dict[Literal["nvlink-nvswitch", "nvlink-nvl72", "xgmi", "hccs", "infiniband"], Fabric]
-    engines: dict[Literal["vllm", "sglang", "trtllm"], EngineOverhead]
+    engines: dict[EngineName, EngineOverhead]
     acceptance: list[AcceptanceRow]
     architectures: Architectures
 
     def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*",
-                 fallback: Tuning = DEFAULT_TUNING) -> OperatorRow:
-        """The most specific row for ``op`` on this hardware and dtype; for hardware no row
-        covers, a row made of tuning.py's defaults."""
+                 fallback: Tuning = DEFAULT_TUNING, engine: str | None = None,
+                 engine_version: str | None = None) -> OperatorRow:
+        """The most specific row for ``op`` on this hardware and dtype (and, where a row names
+        one, this engine from its ``since`` version on); for hardware no row covers, a row made
+        of tuning.py's defaults."""
+        version = release(engine_version)
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
             if row.op != op:
@@ -171,7 +200,9 @@ class EfficiencyTables(_Strict):
                 continue
             if row.dtype not in ("*", dtype):
                 continue
-            score = hw_score * 2 + (row.dtype != "*")
+            if row.engine != "*" and (row.engine != engine or not _at_least(version, row.since)):
+                continue
+            score = 2 * (hw_score * 2 + (row.dtype != "*")) + (row.engine != "*")
             if best is None or score > best[0]:
                 best = (score, row)
         return best[1] if best else _tuning_row(op, fallback)
@@ -187,6 +218,13 @@ class EfficiencyTables(_Strict):
             if best is None or score > best[0]:
                 best = (score, row.rate)
         return best[1] if best else 0.7
+
+
+def _at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
+    if since is None:
+        return True
+    floor = release(since)
+    return version is not None and floor is not None and version >= floor
 
 
 def _tuning_row(op: str, t: Tuning) -> OperatorRow:

@@ -22,7 +22,7 @@ from ..catalog.schema import Parallel
 from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
 from .names import engine_name, metric_name, parallel_spec
-from .tables import DATA_DIR, default_tables
+from .tables import DATA_DIR, default_tables, release
 from .virtual import SimRequest, simulate
 
 PUBLISHED_FILE = DATA_DIR / "published.yaml"
@@ -151,6 +151,8 @@ class Outcome:
 
 def sim_config(cat: Catalog, row: PublishedRow) -> SimConfig:
     knobs = dict(row.knobs)
+    if release(row.engine_version) is not None:  # the published run's build, over a recipe's
+        knobs["engine_version"] = row.engine_version
     if row.recipe:
         return SimConfig.from_recipe(cat, row.recipe, dataset=row.dataset, **knobs)
     par = row.parallel

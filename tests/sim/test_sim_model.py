@@ -104,6 +104,15 @@ def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
     cpu = t.operator("gemm", "CPU", "cpu", "bf16")
     assert "tuning.py" in cpu.source and cpu.compute_eff == 0.55
     assert t.acceptance_rate("mtp", "random") < t.acceptance_rate("mtp", "chat")
+    # a row dated by an engine's version serves that engine's builds from it on (an image tag
+    # reads as its version), and nothing else
+    def experts(engine: str, version: str | None) -> str | None:
+        return t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine=engine,
+                          engine_version=version).since
+    assert experts("sglang", "v0.5.12-cu130") == experts("sglang", "0.5.9") == "0.5.9"
+    for engine, version in (("sglang", "0.4.3.post2"), ("sglang", "0.5"), ("sglang", None),
+                            ("sglang", "unstated"), ("vllm", "0.5.12")):
+        assert experts(engine, version) is None, (engine, version)
 
 
 def test_overrides_replace_the_recipes_speculative_decoding() -> None:

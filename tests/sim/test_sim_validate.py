@@ -71,6 +71,39 @@ def test_a_bad_efficiency_table_is_reported_with_file_and_line(tmp_path: Path) -
     assert [p.line for p in exc.value.problems] == [line]
 
 
+def test_a_since_row_needs_an_engine_and_a_version(tmp_path: Path) -> None:
+    """``since`` dates an engine's builds: without the engine, or with no version in it, the
+    row is refused at its line, as any other table mistake."""
+    text = EFFICIENCY_FILE.read_text()
+    assert '    engine: sglang\n    since: "0.5.9"\n' in text
+    for broken_row, field in (('    since: "0.5.9"\n', "since"),
+                              ('    engine: sglang\n    since: "latest"\n', "since")):
+        path = tmp_path / "efficiency.yaml"
+        path.write_text(text.replace('    engine: sglang\n    since: "0.5.9"\n', broken_row, 1))
+        with pytest.raises(CatalogError) as exc:
+            load_tables(path)
+        assert any(field in p.field or field in p.message for p in exc.value.problems), \
+            exc.value.problems
+        assert all(p.line for p in exc.value.problems)
+
+
+def test_a_published_runs_version_picks_its_builds_rows() -> None:
+    """The same H200 deployment simulated as SGLang 0.4.3 (older Hopper FP8 expert kernels) and
+    as 0.5.12 (the 2026 builds' row): the version a source states reaches the step model, and
+    the newer build decodes faster at low concurrency, as InferenceX measured it."""
+    row = next(r for r in load_published() if r.id == "ifx-r1-h200-fp8-sglang-tp8-1024-1024-c4")
+    old = row.model_copy(update={"engine_version": "0.4.3"})
+    unknown = row.model_copy(update={"engine_version": "unstated"})
+    cat = catalog()
+    assert sim_config(cat, row).engine_version == "0.5.12"
+    tpot = {}
+    for r in (row, old, unknown):
+        run = simulate(sim_config(cat, r), [SimRequest(1000, 200) for _ in range(4)], concurrency=4)
+        tpot[r.engine_version] = run.median("tpot")
+    assert tpot["0.5.12"] < 0.7 * tpot["0.4.3"]
+    assert tpot["unstated"] == tpot["0.4.3"]
+
+
 @pytest.mark.slow  # minutes: every report row simulated in virtual time
 @pytest.mark.timeout(1800)
 def test_report_rows_stay_within_the_accuracy_bounds() -> None:
