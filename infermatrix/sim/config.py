@@ -78,6 +78,7 @@ class SimConfig:
     dp: int = 1
     ep: int = 1
     attention_dp: bool = False
+    moe_a2a: bool = False  # an all-to-all backend dispatches tokens to the experts (DeepEP)
     # engine knobs
     max_num_seqs: int = DEFAULT_TUNING.max_num_seqs
     max_num_batched_tokens: int = DEFAULT_TUNING.max_num_batched_tokens
@@ -254,6 +255,7 @@ class SimConfig:
     def from_parts(
         cls, catalog: Catalog | None, hardware: str | Hardware, model: str | Model, precision: str, *,
         tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, attention_dp: bool = False,
+        moe_a2a: bool = False,
         kv_dtype: str | None = None, served_model_name: str | None = None,
         max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
         memory_fraction: float | None = None, block_size: int | None = None,
@@ -272,7 +274,9 @@ class SimConfig:
         attention data parallelism TensorRT-LLM's and vLLM's max batch size and token budget are
         per rank (the instance admits dp × as many), SGLang's are for the whole instance.
         ``per_rank_limits`` overrides that. ``engine_version`` picks the tables' rows for that
-        engine's builds from a version on. ``graph_max_seqs`` is the largest decode batch per
+        engine's builds from a version on. ``moe_a2a``: an all-to-all backend (SGLang's
+        ``--moe-a2a-backend deepep``) dispatches tokens to the experts' GPUs even under attention
+        TP. ``graph_max_seqs`` is the largest decode batch per
         rank the engine captured as a CUDA/NPU graph (-1: all, 0: none); ``graph_max_tokens``
         gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too).
         ``reserve_to_completion`` (default: TensorRT-LLM only) admits a request only with the
@@ -347,6 +351,7 @@ class SimConfig:
                                    else reserve_to_completion),
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
+            moe_a2a=moe_a2a,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
@@ -394,10 +399,11 @@ class SimConfig:
             }
             # SGLang's all-to-all MoE backends (DeepEP, Mooncake) put the experts on expert
             # parallelism over the TP group: ep = tp, whether or not --ep is given
-            ep = par.tp if knobs.pop("a2a_experts", False) and par.ep == 1 else par.ep
+            a2a = knobs.pop("a2a_experts", False)
+            ep = par.tp if a2a and par.ep == 1 else par.ep
             return cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
-                tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp,
+                tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp, moe_a2a=a2a,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,

@@ -195,7 +195,13 @@ class StepModel:
             link = self._link_bw(cfg, fab.bw_eff, tpa)
             self.comm_fixed += 2 * self._latency(fab, tpa)
             self.comm_s_tok += 2 * 2 * (tpa - 1) / tpa * h * ACT_BYTES / link
-        if self.experts and G > 1 and (cfg.ep > 1 or self.dpa > 1):
+        # Under attention TP every GPU holds every token, so experts split by EP compute their
+        # share and the TP all-reduce above sums it, as for tensor-split experts (SGLang's
+        # default --moe-a2a-backend none, vLLM's EP without DP, TensorRT-LLM's TEP). Tokens
+        # cross GPUs only under attention DP, with an all-to-all backend (DeepEP, Mooncake), or
+        # where the TP group does not span the instance.
+        dispatch = self.dpa > 1 or cfg.moe_a2a or (cfg.ep > 1 and tpa < G)
+        if self.experts and G > 1 and dispatch:
             fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, G)]
             link = self._link_bw(cfg, fab.bw_eff, G)
             share = (G - 1) / G

@@ -87,6 +87,24 @@ def test_collectives_grow_with_group_size_and_leave_the_node_slower() -> None:
     assert comm(16, "GB200") < comm(16, "H200")
 
 
+def test_experts_split_by_ep_under_attention_tp_dispatch_nothing() -> None:
+    """Under attention TP every GPU holds every token: EP experts are combined by the TP
+    all-reduce, as tensor-split experts are (SGLang's default --moe-a2a-backend none). Tokens
+    cross GPUs in an all-to-all only with an all-to-all backend or under attention DP."""
+    def comm(**kw: object) -> tuple[float, float]:
+        m = StepModel(config("B200", model="deepseek-r1-0528", tp=8, engine="sglang", **kw))
+        return m.comm_fixed, m.comm_s_tok
+
+    assert comm(ep=8) == comm()
+    with_a2a = comm(ep=8, moe_a2a=True)
+    assert with_a2a[0] > comm()[0] and with_a2a[1] > comm()[1]
+    # attention DP (one GPU a rank: no TP all-reduce) still dispatches and combines
+    assert comm(dp=8, ep=8, attention_dp=True)[0] > 0
+    # a recipe's all-to-all backend reaches the model
+    recipe = SimConfig.from_recipe(catalog(), "deepseek-v3.2/ascend-910c-sglang-w8a8-1p1d")
+    assert recipe.prefill is not None and recipe.prefill.moe_a2a and recipe.moe_a2a
+
+
 def test_attention_dp_waits_for_the_busiest_rank() -> None:
     cfg = config("H200", model="deepseek-r1-0528", tp=8, dp=8, ep=8, attention_dp=True,
                  engine="trtllm")
