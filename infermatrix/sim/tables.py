@@ -12,7 +12,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from ..catalog.loader import _validation_problems  # noqa: PLC2701
 from ..catalog.yamlsrc import CatalogError, load_yaml
@@ -36,6 +44,15 @@ def release(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
+def written_version(value: object) -> object:
+    """A version as the YAML gives it. A bare ``0.10`` is the number 0.1 (and would sort before
+    0.9), so a number is refused with how to write it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f"quote the version ('{value}'): unquoted, YAML reads it as a number, "
+                         "and 0.10 as 0.1")
+    return value
+
+
 def _a_release(version: str) -> str:
     if release(version) is None:
         raise ValueError(f"{version!r} is not a version (write it as 0.5.9)")
@@ -55,7 +72,7 @@ class OperatorRow(_Strict):
     """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
     engine: EngineName | Literal["*"] = "*"
-    since: Annotated[str, AfterValidator(_a_release)] | None = None
+    since: Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)] | None = None
     """with ``engine``: the row describes that engine's builds from this version on (kernels
     change between releases); a deployment whose engine version is unknown keeps the rows
     without one"""

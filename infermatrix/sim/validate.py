@@ -22,7 +22,7 @@ from ..catalog.schema import Parallel
 from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
 from .names import engine_name, metric_name, parallel_spec
-from .tables import DATA_DIR, default_tables, release
+from .tables import DATA_DIR, default_tables, release, written_version
 from .virtual import SimRequest, simulate
 
 PUBLISHED_FILE = DATA_DIR / "published.yaml"
@@ -62,7 +62,7 @@ class PublishedRow(BaseModel):
     model: str
     engine: Annotated[Literal["vllm", "sglang", "trtllm"], BeforeValidator(_engine)]
     """as the source spells it: "TensorRT-LLM", "SGLang", "vLLM" …"""
-    engine_version: str = "unstated"
+    engine_version: Annotated[str, BeforeValidator(written_version)] = "unstated"
     precision: str
     recipe: str | None = None
     parallel: Annotated[Parallel | None, BeforeValidator(_parallel)] = None

@@ -60,6 +60,21 @@ def test_a_bad_table_row_is_reported_with_file_and_line(tmp_path: Path) -> None:
     assert any(p.line == 13 and "value" in p.field for p in exc.value.problems), exc.value.problems
 
 
+def test_an_unquoted_version_is_refused_not_misread(tmp_path: Path) -> None:
+    """YAML reads a bare 0.10 as the number 0.1, which would date a row before 0.9: the row is
+    refused at its line with how to write it."""
+    bad = tmp_path / "published.yaml"
+    bad.write_text("- id: x\n  source: https://example.org\n  hardware: H200\n"
+                   "  model: deepseek-r1-0528\n  engine: SGLang\n  engine_version: 0.10\n"
+                   "  precision: fp8\n  parallel: TP8\n  isl: 10\n  osl: 10\n"
+                   "  concurrency: 1\n  metric: tpot_ms\n  value: 3\n")
+    with pytest.raises(CatalogError) as exc:
+        load_published(bad)
+    assert [(p.line, "quote" in p.message) for p in exc.value.problems] == [(6, True)]
+    bad.write_text(bad.read_text().replace("engine_version: 0.10", "engine_version: '0.10'"))
+    assert load_published(bad)[0].engine_version == "0.10"
+
+
 def test_a_bad_efficiency_table_is_reported_with_file_and_line(tmp_path: Path) -> None:
     text = EFFICIENCY_FILE.read_text()
     broken = re.sub(r"compute_eff: [0-9.]+", "compute_eff: 1.5", text, count=1)
