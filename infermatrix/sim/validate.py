@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..catalog.loader import Catalog, _validation_problems  # noqa: PLC2701
@@ -71,7 +72,12 @@ class PublishedRow(BaseModel):
     isl: Annotated[int, Field(ge=1)] | None = None
     osl: Annotated[int, Field(ge=1)] | None = None
     concurrency: Annotated[int, Field(ge=1)] | None = None
-    """closed-loop cap; none: every request sent at once (offline throughput)"""
+    """closed-loop cap; none (and no request_rate): every request sent at once (offline)"""
+    request_rate: Annotated[float, Field(gt=0, le=1e6)] | None = None
+    """requests a second, sent as bench_serving's --request-rate sends them (gamma-distributed
+    gaps, Poisson at burstiness 1), under ``concurrency`` too where it is given"""
+    burstiness: Annotated[float, Field(gt=0, le=1e3)] = 1.0
+    """bench_serving's --burstiness: the gaps' gamma shape (1: Poisson; below 1: burstier)"""
     requests: Annotated[int, Field(ge=1, le=100_000)] | None = None
     dataset: str = "random"
     workload: str | None = None
@@ -163,13 +169,24 @@ def sim_config(cat: Catalog, row: PublishedRow) -> SimConfig:
     return SimConfig.from_parts(
         cat, row.hardware, row.model, row.precision, tp=par.tp, pp=par.pp, dp=par.dp, ep=par.ep,
         attention_dp=par.attention_dp, engine=row.engine, spec_draft_tokens=draft,
-        spec_acceptance=acceptance, offline=row.concurrency is None, **knobs)
+        spec_acceptance=acceptance, offline=row.concurrency is None and row.request_rate is None,
+        **knobs)
+
+
+def _arrivals(row: PublishedRow, n: int) -> list[float]:
+    """Send times of a row's ``n`` requests: all at 0, or at ``request_rate`` with gamma gaps
+    of shape ``burstiness`` (mean 1 / rate), seeded, the first sent at once."""
+    if row.request_rate is None:
+        return [0.0] * n
+    rng = np.random.default_rng(0)
+    gaps = rng.gamma(row.burstiness, 1.0 / (row.request_rate * row.burstiness), n - 1)
+    return [0.0, *np.cumsum(gaps).tolist()]
 
 
 def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     assert row.isl and row.osl
     n = row.requests or (4 * row.concurrency if row.concurrency else 1000)
-    run = simulate(cfg, [SimRequest(row.isl, row.osl) for _ in range(n)],
+    run = simulate(cfg, [SimRequest(row.isl, row.osl, arrival=t) for t in _arrivals(row, n)],
                    concurrency=row.concurrency, record_token_times=False)
     failed = [r.error for r in run.results if r.error]
     if failed:

@@ -251,3 +251,30 @@ def test_a_row_from_elsewhere_needs_no_split_or_engine_version(tmp_path: Path) -
     table.write_text(row.replace("  osl: 1024\n", ""))
     with pytest.raises(CatalogError, match="needs isl and osl"):
         load_published(table)
+
+
+def test_a_row_measured_at_a_request_rate_sends_at_that_rate() -> None:
+    """A result measured with bench_serving's --request-rate (vLLM's serving dashboards run
+    QPS 1, 4, 16): its requests arrive at that rate, so below saturation the output
+    throughput is the rate × output length and the decode is lightly batched; at a rate the
+    deployment cannot keep up with, TPOT grows. --burstiness keeps the mean rate."""
+    base = dict(ROW, hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
+                parallel={"tp": 4}, isl=1000, osl=200, requests=200, id="rate")
+    del base["concurrency"]
+    cat = catalog()
+
+    def simulated(**kw: object) -> float:
+        row = PublishedRow.model_validate(dict(base, **kw))
+        (outcome,) = run_rows(cat, [row])
+        assert outcome.simulated is not None, outcome.detail
+        return outcome.simulated
+
+    light = simulated(request_rate=1, metric="output_tps")
+    assert 0.8 * 200 < light <= 200 * 1.01
+    assert 0.8 * 800 < simulated(request_rate=4, burstiness=0.5, metric="output_tps") <= 808
+    slow = simulated(request_rate=1, metric="tpot_ms")
+    assert simulated(request_rate=16, metric="tpot_ms") > 2 * slow
+    # every request at once (no rate, no concurrency) is the offline batch: slower still a token
+    assert simulated(metric="tpot_ms") > 2 * slow
+    with pytest.raises(ValidationError):
+        PublishedRow.model_validate(dict(base, request_rate=0, metric="tpot_ms"))
