@@ -100,7 +100,7 @@ METRIC_ALIASES = {"tpot": "tpot_ms", "ttft": "ttft_ms", "e2el": "e2e_latency_ms"
                   "total_tput_per_gpu": "total_tps_per_gpu",
                   "total_throughput_per_gpu": "total_tps_per_gpu",
                   "output_throughput": "output_tps"}
-STATISTIC_PREFIXES = ("median_", "mean_", "p50_")
+STATISTIC_PREFIXES = ("median_", "mean_", "p50_", "p90_", "p95_", "p99_")
 # InferenceX's agg files drop "_ms" from bench_serving's latency keys and divide by 1000
 # ("median_tpot": seconds); a latency named without "_ms" is read in seconds the same way
 _IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency"})
@@ -108,7 +108,7 @@ _IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency"})
 
 def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None, float] | None:
     """(table metric, statistic or None, factor to the table's unit) for a metric as a client
-    names it: "median_tpot_ms", "mean_ttft_ms", "p50_e2el_ms", "output_tput_per_gpu",
+    names it: "median_tpot_ms", "mean_ttft_ms", "p50_e2el_ms", "p99_ttft_ms", "output_tput_per_gpu",
     "interactivity", and InferenceX's "tput_per_gpu", "median_intvty" and "median_tpot" (in
     seconds: factor 1000); None if unknown."""
     name = value.casefold().strip()
@@ -116,7 +116,8 @@ def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None, fl
     for prefix in STATISTIC_PREFIXES:
         if name.startswith(prefix):
             name = name[len(prefix):]
-            statistic = "mean" if prefix == "mean_" else "median"
+            statistic = {"mean_": "mean", "median_": "median", "p50_": "median"}.get(
+                prefix, prefix[:-1])  # p90_ -> p90
             break
     factor = 1000.0 if name in _IN_SECONDS else 1.0
     name = METRIC_ALIASES.get(name, name)

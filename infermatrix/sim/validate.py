@@ -83,8 +83,9 @@ class PublishedRow(BaseModel):
     workload: str | None = None
     tier: str | None = None
     metric: Metric
-    statistic: Literal["median", "mean"] = "median"
-    """for latency metrics (TPOT, TTFT, E2E, per-user speed): over the requests"""
+    statistic: Literal["median", "mean", "p90", "p95", "p99"] = "median"
+    """for latency metrics (TPOT, TTFT, E2E, per-user speed): over the requests (percentiles
+    interpolated as bench_serving's numpy percentiles are)"""
     value: Annotated[float, Field(gt=0)]
 
     @model_validator(mode="before")
@@ -197,7 +198,12 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         return run.output_throughput
     if row.metric == "total_tps_per_gpu":  # prompt + output tokens
         return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
-    value = getattr(run, row.statistic)(_LATENCY[row.metric])  # run.median or run.mean
+    attr = _LATENCY[row.metric]
+    if row.statistic in ("median", "mean"):
+        value = getattr(run, row.statistic)(attr)
+    else:  # a percentile of per-user speed is the reciprocal of TPOT's opposite one
+        q = float(row.statistic[1:])
+        value = run.percentile(attr, 100.0 - q if row.metric == "output_tps_per_user" else q)
     return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
 
 

@@ -97,6 +97,12 @@ class SimRun:
         values = self._values(metric)
         return statistics.fmean(values) if values else float("nan")
 
+    def percentile(self, metric: str, q: float) -> float:
+        """The ``q``-th percentile over the requests, linearly interpolated (numpy's default,
+        as bench_serving computes its p90/p99)."""
+        values = self._values(metric)
+        return float(np.percentile(values, q)) if values else float("nan")
+
     def _values(self, metric: str) -> list[float]:
         return [v for r in self.results if (v := getattr(r, metric)) is not None]
 

@@ -190,8 +190,8 @@ ROW = dict(split="report", source="https://example.org", hardware="H200", model=
 def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
     """bench_serving's result keys and InferenceX's fields ("mean_tpot_ms",
     "output_tput_per_gpu", "interactivity") read as the table's metric and statistic, and
-    simulate the same as the table's own names; a metric the table has no equal for (ITL
-    percentiles) is still refused."""
+    simulate the same as the table's own names; a metric the table has no equal for (inter-token
+    latencies) is still refused."""
     row = dict(ROW, hardware="NVIDIA H100 SXM5 80GB", model="meta-llama/Llama-3.1-70B-Instruct",
                engine="vLLM", engine_version="0.10", precision="FP8", parallel={"tp": 2},
                requests=8)
@@ -278,3 +278,20 @@ def test_a_row_measured_at_a_request_rate_sends_at_that_rate() -> None:
     assert simulated(metric="tpot_ms") > 2 * slow
     with pytest.raises(ValidationError):
         PublishedRow.model_validate(dict(base, request_rate=0, metric="tpot_ms"))
+
+
+def test_percentile_rows_read_as_bench_serving_writes_them() -> None:
+    """"p99_ttft_ms" and the other percentile keys of bench_serving's results are the table's
+    latency metric at that percentile of the requests: above the median wherever requests
+    differ (a rate the deployment falls behind at), ordered p90 <= p95 <= p99."""
+    base = dict(ROW, hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
+                parallel={"tp": 4}, isl=1000, osl=200, requests=200, request_rate=16)
+    del base["concurrency"]
+    rows = [PublishedRow.model_validate(dict(base, id=k, metric=k))
+            for k in ("median_ttft_ms", "p90_ttft_ms", "p95_ttft_ms", "p99_ttft_ms",
+                      "p99_tpot_ms", "median_tpot_ms")]
+    assert [(r.metric, r.statistic) for r in rows[:4]] == [
+        ("ttft_ms", "median"), ("ttft_ms", "p90"), ("ttft_ms", "p95"), ("ttft_ms", "p99")]
+    median, p90, p95, p99, tpot99, tpot50 = (o.simulated for o in run_rows(catalog(), rows))
+    assert median < p90 <= p95 <= p99
+    assert tpot99 >= tpot50
