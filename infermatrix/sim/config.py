@@ -231,8 +231,10 @@ class SimConfig:
         """What the server logs at start and /v1/models reports: the numbers that matter."""
         out: dict[str, Any] = {
             "model": self.model, "hardware": self.hardware, "precision": self.precision,
+            # the engine's build picks the tables' dated rows (data/efficiency.yaml `since`)
+            "engine": self.engine, "engine_version": self.engine_version or "unstated",
             "kv_dtype": self.kv_dtype, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
-            "attention_dp": self.attention_dp, "instances": self.instances,
+            "attention_dp": self.attention_dp, "moe_a2a": self.moe_a2a, "instances": self.instances,
             "gpus": self.total_gpus,
             "weight_gb_per_gpu": round(self.weight_bytes_per_gpu / GB, 2),
             "kv_capacity_tokens": self.kv_capacity_tokens, "kv_ranks": self.kv_ranks,

@@ -128,6 +128,9 @@ def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
         return t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine=engine,
                           engine_version=version).since
     assert experts("sglang", "v0.5.12-cu130") == experts("sglang", "0.5.9") == "0.5.9"
+    # the build a recipe names is what `sim info` shows and the tables are read with
+    recipe = SimConfig.from_recipe(catalog(), "deepseek-r1-0528/h200-sglang-fp8").summary()
+    assert (recipe["engine"], recipe["engine_version"]) == ("sglang", "0.4.9.post1")
     for engine, version in (("sglang", "0.4.3.post2"), ("sglang", "0.5"), ("sglang", None),
                             ("sglang", "unstated"), ("vllm", "0.5.12")):
         assert experts(engine, version) is None, (engine, version)
