@@ -73,10 +73,10 @@ class PublishedRow(BaseModel):
     osl: Annotated[int, Field(ge=1)] | None = None
     concurrency: Annotated[int, Field(ge=1)] | None = None
     """closed-loop cap; none (and no request_rate): every request sent at once (offline)"""
-    request_rate: Annotated[float, Field(gt=0, le=1e6)] | None = None
+    request_rate: Annotated[float, Field(ge=1e-6, le=1e6)] | None = None
     """requests a second, sent as bench_serving's --request-rate sends them (gamma-distributed
     gaps, Poisson at burstiness 1), under ``concurrency`` too where it is given"""
-    burstiness: Annotated[float, Field(gt=0, le=1e3)] = 1.0
+    burstiness: Annotated[float, Field(ge=1e-3, le=1e3)] = 1.0
     """bench_serving's --burstiness: the gaps' gamma shape (1: Poisson; below 1: burstier)"""
     requests: Annotated[int, Field(ge=1, le=100_000)] | None = None
     dataset: str = "random"
