@@ -99,11 +99,11 @@ METRIC_ALIASES = {"tpot": "tpot_ms", "ttft": "ttft_ms", "e2el": "e2e_latency_ms"
                   "tput_per_gpu": "total_tps_per_gpu",
                   "total_tput_per_gpu": "total_tps_per_gpu",
                   "total_throughput_per_gpu": "total_tps_per_gpu",
-                  "output_throughput": "output_tps"}
+                  "output_throughput": "output_tps", "itl": "itl_ms"}
 STATISTIC_PREFIXES = ("median_", "mean_", "p50_", "p90_", "p95_", "p99_")
 # InferenceX's agg files drop "_ms" from bench_serving's latency keys and divide by 1000
 # ("median_tpot": seconds); a latency named without "_ms" is read in seconds the same way
-_IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency"})
+_IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency", "itl"})
 
 
 def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None, float] | None:

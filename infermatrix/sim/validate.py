@@ -24,11 +24,11 @@ from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
 from .names import engine_name, metric_name, parallel_spec
 from .tables import DATA_DIR, default_tables, release, written_version
-from .virtual import SimRequest, simulate
+from .virtual import SimRequest, SimRun, simulate
 
 PUBLISHED_FILE = DATA_DIR / "published.yaml"
 Metric = Literal["output_tps_per_gpu", "total_tps_per_gpu", "output_tps", "tpot_ms", "ttft_ms",
-                 "e2e_latency_ms", "output_tps_per_user", "agents_per_gpu"]
+                 "e2e_latency_ms", "itl_ms", "output_tps_per_user", "agents_per_gpu"]
 # latency metrics: the simulated request attribute (seconds) each is read from, and per-user
 # speed is 1 / TPOT
 _LATENCY = {"tpot_ms": "tpot", "ttft_ms": "ttft", "e2e_latency_ms": "e2el",
@@ -144,7 +144,7 @@ class Outcome:
     @property
     def error(self) -> float | None:
         """simulated / published − 1 (positive: the simulator is too optimistic for
-        throughput-like metrics, too pessimistic for latencies: TPOT, TTFT, E2E)."""
+        throughput-like metrics, too pessimistic for latencies: TPOT, TTFT, E2E, ITL)."""
         return None if self.simulated is None else self.simulated / self.row.value - 1.0
 
     @property
@@ -188,7 +188,7 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     assert row.isl and row.osl
     n = row.requests or (4 * row.concurrency if row.concurrency else 1000)
     run = simulate(cfg, [SimRequest(row.isl, row.osl, arrival=t) for t in _arrivals(row, n)],
-                   concurrency=row.concurrency, record_token_times=False)
+                   concurrency=row.concurrency, record_token_times=row.metric == "itl_ms")
     failed = [r.error for r in run.results if r.error]
     if failed:
         raise ValueError(f"{len(failed)} requests failed: {failed[0]}")
@@ -198,6 +198,8 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         return run.output_throughput
     if row.metric == "total_tps_per_gpu":  # prompt + output tokens
         return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
+    if row.metric == "itl_ms":
+        return _statistic(_event_gaps(run), row.statistic) * 1000.0
     attr = _LATENCY[row.metric]
     if row.statistic in ("median", "mean"):
         value = getattr(run, row.statistic)(attr)
@@ -205,6 +207,24 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         q = float(row.statistic[1:])
         value = run.percentile(attr, 100.0 - q if row.metric == "output_tps_per_user" else q)
     return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
+
+
+def _event_gaps(run: SimRun) -> np.ndarray:
+    """bench_serving's inter-token latencies: per request, the gaps between successive
+    streamed events (tokens sent together are one event), pooled over the requests."""
+    gaps = []
+    for r in run.results:
+        steps = np.diff(np.asarray(r.token_times, dtype=np.float64))
+        gaps.append(steps[steps > 0])
+    return np.concatenate(gaps) if gaps else np.zeros(0)
+
+
+def _statistic(values: np.ndarray, statistic: str) -> float:
+    if not values.size:
+        raise ValueError("no inter-token gaps: every request streamed its output at once")
+    if statistic == "mean":
+        return float(values.mean())
+    return float(np.percentile(values, 50.0 if statistic == "median" else float(statistic[1:])))
 
 
 # agents_per_gpu(cat, row) -> agents per GPU

@@ -190,8 +190,8 @@ ROW = dict(split="report", source="https://example.org", hardware="H200", model=
 def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
     """bench_serving's result keys and InferenceX's fields ("mean_tpot_ms",
     "output_tput_per_gpu", "interactivity") read as the table's metric and statistic, and
-    simulate the same as the table's own names; a metric the table has no equal for (inter-token
-    latencies) is still refused."""
+    simulate the same as the table's own names; a metric the table has no equal for is still
+    refused."""
     row = dict(ROW, hardware="NVIDIA H100 SXM5 80GB", model="meta-llama/Llama-3.1-70B-Instruct",
                engine="vLLM", engine_version="0.10", precision="FP8", parallel={"tp": 2},
                requests=8)
@@ -213,7 +213,7 @@ def test_a_row_may_name_its_metric_as_the_benchmark_client_does() -> None:
     assert all(v and v > 0 for v in got)
     assert got[0::2] == pytest.approx(got[1::2])
     with pytest.raises(ValidationError):
-        PublishedRow.model_validate({**row, "id": "x", "metric": "p99_itl_ms"})
+        PublishedRow.model_validate({**row, "id": "x", "metric": "p99_goodput"})
 
 
 @pytest.mark.parametrize("text,fields", [
@@ -295,3 +295,22 @@ def test_percentile_rows_read_as_bench_serving_writes_them() -> None:
     median, p90, p95, p99, tpot99, tpot50 = (o.simulated for o in run_rows(catalog(), rows))
     assert median < p90 <= p95 <= p99
     assert tpot99 >= tpot50
+
+
+def test_itl_rows_are_the_gaps_between_streamed_events() -> None:
+    """bench_serving's ITL (per event, pooled over the requests): without speculative decoding
+    each event is one token a step, so the median ITL is the median TPOT; with MTP drafts an
+    event carries the accepted tokens of a step, so ITL is longer than TPOT."""
+    plain = dict(ROW, id="plain", hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
+                 parallel={"tp": 4}, isl=1000, osl=200, requests=16)
+    rows = [PublishedRow.model_validate(dict(plain, id=m, metric=m))
+            for m in ("median_itl_ms", "median_tpot_ms", "p99_itl_ms")]
+    assert rows[0].metric == "itl_ms" and rows[2].statistic == "p99"
+    itl, tpot, itl99 = (o.simulated for o in run_rows(catalog(), rows))
+    assert itl == pytest.approx(tpot, rel=0.05) and itl99 >= itl
+    mtp = dict(ROW, id="mtp", model="deepseek-r1-0528", parallel={"tp": 8}, isl=1000, osl=200,
+               concurrency=1, requests=2, knobs={"spec_draft_tokens": 3, "spec_method": "mtp"})
+    rows = [PublishedRow.model_validate(dict(mtp, id=m, metric=m))
+            for m in ("median_itl_ms", "mean_tpot_ms")]
+    itl, tpot = (o.simulated for o in run_rows(catalog(), rows))
+    assert itl > 1.5 * tpot
