@@ -100,7 +100,9 @@ METRIC_ALIASES = {"tpot": "tpot_ms", "ttft": "ttft_ms", "e2el": "e2e_latency_ms"
                   "total_tput_per_gpu": "total_tps_per_gpu",
                   "total_throughput_per_gpu": "total_tps_per_gpu",
                   "output_throughput": "output_tps", "itl": "itl_ms"}
-STATISTIC_PREFIXES = ("median_", "mean_", "p50_", "p90_", "p95_", "p99_")
+# a client's key prefix -> the table's statistic
+STATISTIC_PREFIXES = {"median_": "median", "mean_": "mean", "p50_": "median", "p90_": "p90",
+                      "p95_": "p95", "p99_": "p99"}
 # InferenceX's agg files drop "_ms" from bench_serving's latency keys and divide by 1000
 # ("median_tpot": seconds); a latency named without "_ms" is read in seconds the same way
 _IN_SECONDS = frozenset({"tpot", "ttft", "e2el", "e2e_latency", "itl"})
@@ -113,11 +115,9 @@ def metric_name(value: str, known: tuple[str, ...]) -> tuple[str, str | None, fl
     seconds: factor 1000); None if unknown."""
     name = value.casefold().strip()
     statistic = None
-    for prefix in STATISTIC_PREFIXES:
+    for prefix, stat in STATISTIC_PREFIXES.items():
         if name.startswith(prefix):
-            name = name[len(prefix):]
-            statistic = {"mean_": "mean", "median_": "median", "p50_": "median"}.get(
-                prefix, prefix[:-1])  # p90_ -> p90
+            name, statistic = name[len(prefix):], stat
             break
     factor = 1000.0 if name in _IN_SECONDS else 1.0
     name = METRIC_ALIASES.get(name, name)

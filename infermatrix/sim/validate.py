@@ -199,13 +199,14 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     if row.metric == "total_tps_per_gpu":  # prompt + output tokens
         return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
     if row.metric == "itl_ms":
-        return _statistic(_event_gaps(run), row.statistic) * 1000.0
-    attr = _LATENCY[row.metric]
-    if row.statistic in ("median", "mean"):
-        value = getattr(run, row.statistic)(attr)
-    else:  # a percentile of per-user speed is the reciprocal of TPOT's opposite one
-        q = float(row.statistic[1:])
-        value = run.percentile(attr, 100.0 - q if row.metric == "output_tps_per_user" else q)
+        gaps = _event_gaps(run)
+        if not gaps.size:
+            raise ValueError("no inter-token gaps: every request streamed its output at once")
+        return _statistic(gaps, row.statistic) * 1000.0
+    statistic = row.statistic
+    if row.metric == "output_tps_per_user" and statistic.startswith("p"):
+        statistic = f"p{100 - float(statistic[1:]):g}"  # the pNN speed is the p(100-NN) TPOT
+    value = _statistic(run.values(_LATENCY[row.metric]), statistic)
     return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
 
 
@@ -219,12 +220,16 @@ def _event_gaps(run: SimRun) -> np.ndarray:
     return np.concatenate(gaps) if gaps else np.zeros(0)
 
 
-def _statistic(values: np.ndarray, statistic: str) -> float:
-    if not values.size:
-        raise ValueError("no inter-token gaps: every request streamed its output at once")
+def _statistic(values: Sequence[float] | np.ndarray, statistic: str) -> float:
+    """A row's statistic of ``values``: median, mean, or pNN as bench_serving computes it
+    (numpy's interpolated percentile); nan for none."""
+    if not len(values):
+        return math.nan
+    if statistic == "median":
+        return statistics.median(values)
     if statistic == "mean":
-        return float(values.mean())
-    return float(np.percentile(values, 50.0 if statistic == "median" else float(statistic[1:])))
+        return statistics.fmean(values)
+    return float(np.percentile(values, float(statistic[1:])))
 
 
 # agents_per_gpu(cat, row) -> agents per GPU

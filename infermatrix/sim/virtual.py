@@ -90,20 +90,15 @@ class SimRun:
     config: dict[str, Any] = field(default_factory=dict)
 
     def median(self, metric: str) -> float:
-        values = self._values(metric)
+        values = self.values(metric)
         return statistics.median(values) if values else float("nan")
 
     def mean(self, metric: str) -> float:
-        values = self._values(metric)
+        values = self.values(metric)
         return statistics.fmean(values) if values else float("nan")
 
-    def percentile(self, metric: str, q: float) -> float:
-        """The ``q``-th percentile over the requests, linearly interpolated (numpy's default,
-        as bench_serving computes its p90/p99)."""
-        values = self._values(metric)
-        return float(np.percentile(values, q)) if values else float("nan")
-
-    def _values(self, metric: str) -> list[float]:
+    def values(self, metric: str) -> list[float]:
+        """``metric`` (a SimResult attribute: ttft, tpot, e2el) of every request that has it."""
         return [v for r in self.results if (v := getattr(r, metric)) is not None]
 
     @property

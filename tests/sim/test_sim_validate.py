@@ -253,14 +253,17 @@ def test_a_row_from_elsewhere_needs_no_split_or_engine_version(tmp_path: Path) -
         load_published(table)
 
 
+# a dense model on 4x H200, sent without a concurrency cap (the tests below set the load)
+LLAMA_TP4 = {k: v for k, v in ROW.items() if k != "concurrency"} | dict(
+    model="llama-3.1-70b-instruct", engine="vllm", parallel={"tp": 4}, isl=1000, osl=200)
+
+
 def test_a_row_measured_at_a_request_rate_sends_at_that_rate() -> None:
     """A result measured with bench_serving's --request-rate (vLLM's serving dashboards run
     QPS 1, 4, 16): its requests arrive at that rate, so below saturation the output
     throughput is the rate × output length and the decode is lightly batched; at a rate the
     deployment cannot keep up with, TPOT grows. --burstiness keeps the mean rate."""
-    base = dict(ROW, hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
-                parallel={"tp": 4}, isl=1000, osl=200, requests=200, id="rate")
-    del base["concurrency"]
+    base = dict(LLAMA_TP4, requests=200, id="rate")
     cat = catalog()
 
     def simulated(**kw: object) -> float:
@@ -284,9 +287,7 @@ def test_percentile_rows_read_as_bench_serving_writes_them() -> None:
     """"p99_ttft_ms" and the other percentile keys of bench_serving's results are the table's
     latency metric at that percentile of the requests: above the median wherever requests
     differ (a rate the deployment falls behind at), ordered p90 <= p95 <= p99."""
-    base = dict(ROW, hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
-                parallel={"tp": 4}, isl=1000, osl=200, requests=200, request_rate=16)
-    del base["concurrency"]
+    base = dict(LLAMA_TP4, requests=200, request_rate=16)
     rows = [PublishedRow.model_validate(dict(base, id=k, metric=k))
             for k in ("median_ttft_ms", "p90_ttft_ms", "p95_ttft_ms", "p99_ttft_ms",
                       "p99_tpot_ms", "median_tpot_ms")]
@@ -301,8 +302,7 @@ def test_itl_rows_are_the_gaps_between_streamed_events() -> None:
     """bench_serving's ITL (per event, pooled over the requests): without speculative decoding
     each event is one token a step, so the median ITL is the median TPOT; with MTP drafts an
     event carries the accepted tokens of a step, so ITL is longer than TPOT."""
-    plain = dict(ROW, id="plain", hardware="H200", model="llama-3.1-70b-instruct", engine="vllm",
-                 parallel={"tp": 4}, isl=1000, osl=200, requests=16)
+    plain = dict(LLAMA_TP4, requests=16, concurrency=4)
     rows = [PublishedRow.model_validate(dict(plain, id=m, metric=m))
             for m in ("median_itl_ms", "median_tpot_ms", "p99_itl_ms")]
     assert rows[0].metric == "itl_ms" and rows[2].statistic == "p99"
