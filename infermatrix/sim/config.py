@@ -95,6 +95,10 @@ class SimConfig:
     # the KV blocks of its whole prompt + max_tokens are free besides what the running ones still
     # need: a started request is never paused. vLLM and SGLang admit on the blocks needed now.
     reserve_to_completion: bool = False
+    # SGLang runs a step that can prefill before any decode, and without --enable-mixed-chunk
+    # the decoders sit it out (scheduler "Run prefill first if possible"); vLLM and
+    # TensorRT-LLM put prefill chunks and decodes in one step
+    prefill_alone: bool = False
     attention_cp: int = 1  # prefill context parallelism: ranks a prompt's attention is split over
     # how requests reach attention-DP ranks: "balanced" (the scheduler's placement) or "random"
     # (SGLang PD decode: rank = bootstrap_room % dp, a random room per request)
@@ -244,7 +248,7 @@ class SimConfig:
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
-            "reserve_to_completion": self.reserve_to_completion,
+            "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
         }
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
@@ -268,7 +272,7 @@ class SimConfig:
         engine_version: str | None = None,
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
-        reserve_to_completion: bool | None = None,
+        reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -282,7 +286,13 @@ class SimConfig:
         rank the engine captured as a CUDA/NPU graph (-1: all, 0: none); ``graph_max_tokens``
         gives it in tokens (vLLM's capture sizes count a sequence's draft tokens too).
         ``reserve_to_completion`` (default: TensorRT-LLM only) admits a request only with the
-        KV of its whole prompt + output reserved (TensorRT-LLM's GUARANTEED_NO_EVICT)."""
+        KV of its whole prompt + output reserved (TensorRT-LLM's GUARANTEED_NO_EVICT).
+        ``mixed_chunk`` (SGLang's ``--enable-mixed-chunk``) lets SGLang's decoders ride along
+        in a step that prefills; otherwise they wait it out (``prefill_alone``). Under
+        attention DP without speculative decoding only the prefilling rank's decoders would
+        wait (the other ranks decode in the same synchronised step), which the mixed step
+        stands in for; with speculative decoding every rank idles (SGLang prepares idle
+        batches for the whole DP group)."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
@@ -351,6 +361,8 @@ class SimConfig:
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
+            prefill_alone=(engine == "sglang" and not mixed_chunk
+                           and (not attention_dp or spec_draft_tokens > 0)),
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
             moe_a2a=moe_a2a,
@@ -424,8 +436,9 @@ class SimConfig:
         decode = pool_config(decode_pool)
         # SGLang PD: a request's decode DP rank is its bootstrap room (random) modulo dp
         dispatch = "random" if decode.engine == "sglang" and decode.attention_dp else "balanced"
+        # a PD decode server admits requests whose KV arrived: it never prefills
         return replace(decode, prefill=prefill, kv_transfer_bw=_kv_transfer_bw(prefill, decode),
-                       rank_dispatch=dispatch)
+                       rank_dispatch=dispatch, prefill_alone=False)
 
 
 def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
@@ -543,6 +556,9 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             continue
         if key == "scheduler-config.capacity-scheduler-policy":  # TensorRT-LLM
             knobs["reserve_to_completion"] = str(value).upper() == "GUARANTEED_NO_EVICT"
+            continue
+        if key == "enable-mixed-chunk":
+            knobs["mixed_chunk"] = _truthy(value)
             continue
         if key == "moe-a2a-backend":
             knobs["a2a_experts"] = str(value).lower() != "none"

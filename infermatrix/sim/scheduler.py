@@ -7,6 +7,8 @@ the budget, the batch size (max_num_seqs) and the KV blocks last; a cached promp
 nothing. When a running sequence needs a KV block and none is free, the most recently admitted
 sequence is preempted: its blocks are freed and it will recompute its context later (with
 prefix caching its computed blocks stay cached until evicted, so only what was evicted).
+SGLang orders a step differently (``prefill_alone``): a step that can prefill (a chunk left, an
+admission) holds only prefills, and the decoders wait for the next one.
 
 Under attention data parallelism each rank keeps the KV of its own sequences in its own pool:
 a sequence is placed on one rank when admitted (the longest cached prefix, then the fewest
@@ -149,6 +151,8 @@ class EngineCore:
         # TensorRT-LLM GUARANTEED_NO_EVICT: blocks reserved to completion by the running
         # sequences of each rank, against the rank's whole pool
         self.reserve = cfg.reserve_to_completion
+        # SGLang without mixed chunks: a step that prefills runs no decodes (see _prefill_step)
+        self.prefill_alone = cfg.prefill_alone
         self.rank_reserved = [0] * ranks
         self.rank_blocks = cfg.num_blocks // ranks
         self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
@@ -200,6 +204,10 @@ class EngineCore:
             self._batch = None
 
     def schedule(self) -> Step | None:
+        if self.prefill_alone:
+            step = self._prefill_step()
+            if step is not None:
+                return step
         running = self.running
         if (self._batch is None and len(running) >= MIN_SEQS
                 and all(map(is_quiet_decoder, running))):
@@ -208,6 +216,24 @@ class EngineCore:
             step = self._schedule_batch()
             if step is not None:
                 return step
+        return self._build(prefill_only=False)
+
+    def _prefill_step(self) -> Step | None:
+        """SGLang's order (``prefill_alone``): a step that can prefill (a chunked prompt to
+        continue, a waiting sequence to admit) prefills only, and the decoders wait for the
+        next step; None when there is nothing to prefill."""
+        if self._batch is not None:  # every running sequence decodes: only admissions
+            if not self.could_admit():
+                return None
+            self.leave_batch()
+        elif not self.waiting and not any(
+                s.prompt_len + s.num_output - s.num_computed > 1 for s in self.running):
+            return None
+        return self._build(prefill_only=True)
+
+    def _build(self, prefill_only: bool) -> Step | None:
+        """The next step from the running sequences (``prefill_only``: those still
+        prefilling) and then the waiting ones; None when it would be empty."""
         budget = self.cfg.max_num_batched_tokens
         entries: list[tuple[Seq, int, int]] = []
         pools = self.pools
@@ -224,6 +250,9 @@ class EngineCore:
             # (the target property and blocks_needed, inlined)
             done = seq.num_computed
             left = seq.prompt_len + seq.num_output - done
+            if prefill_only and left == 1:  # a decoder: it sits this step out
+                i += 1
+                continue
             n = left if left < budget else budget
             draft = spec if spec and seq.num_output and n == left else 0
             need = -(-(done + n + draft) // bs) - len(seq.blocks)
@@ -415,7 +444,9 @@ class EngineCore:
         seq = self.waiting[0]
         if self.reserve:
             return self._place(seq)[2]
-        budget = self.cfg.max_num_batched_tokens - len(self.running)  # decoders take 1 each
+        budget = self.cfg.max_num_batched_tokens
+        if not self.prefill_alone:
+            budget -= len(self.running)  # decoders take 1 each
         if budget <= 0:
             return False
         for r, pool in enumerate(self.pools):
