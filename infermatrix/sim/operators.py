@@ -226,6 +226,8 @@ class StepModel:
         self.host_s_seq = eng.per_seq_us * US
         self.host_s_prefill = eng.per_prefill_token_us * US
         self.overlap = eng.overlap
+        # steps that prefill launched layer by layer (SGLang before piecewise CUDA graphs)
+        self.prefill_eager = eng.prefill_eager(cfg.engine_version)
 
     @staticmethod
     def _latency(fab, group: int) -> float:  # type: ignore[no-untyped-def]
@@ -320,7 +322,7 @@ class StepModel:
         w_r = work * rank
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
                                           decode)
-        eager = decode and not self._graphed(seqs)
+        eager = not self._graphed(seqs) if decode else self.prefill_eager
         return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:

@@ -110,7 +110,18 @@ class EngineOverhead(_Strict):
     """host work of step n+1 overlaps the GPU's step n"""
     comm_overlap: Annotated[float, Field(ge=0, lt=1)] = 0.0
     """share of collective time hidden behind compute (two-batch overlap and the like)"""
+    prefill_graphs_since: Annotated[str, BeforeValidator(written_version),
+                                    AfterValidator(_a_release)] | None = None
+    """the first release whose steps that prefill replay (piecewise) graphs by default: a
+    build before it launches every layer of such a step from the host (the eager_dispatch
+    floor); a build of unknown version, or an engine without it, is taken to replay them"""
     source: Source
+
+    def prefill_eager(self, version: str | None) -> bool:
+        """Whether a build of ``version`` runs its steps that prefill without graphs."""
+        built = release(version)
+        return (self.prefill_graphs_since is not None and built is not None
+                and not _at_least(built, self.prefill_graphs_since))
 
 
 class AcceptanceRow(_Strict):

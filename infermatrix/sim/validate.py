@@ -79,6 +79,11 @@ class PublishedRow(BaseModel):
     burstiness: Annotated[float, Field(ge=1e-3, le=1e3)] = 1.0
     """bench_serving's --burstiness: the gaps' gamma shape (1: Poisson; below 1: burstier)"""
     requests: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    range_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
+    """bench_serving's --random-range-ratio as SGLang's client and InferenceX's draw it: each
+    request's prompt and output lengths uniform between ratio × L and L, L the nominal length.
+    ``isl`` and ``osl`` stay the means, so L = 2 × mean / (1 + ratio). None: every request at
+    ``isl`` / ``osl``, as fixed-length tables (and ratio 1) run them"""
     dataset: str = "random"
     workload: str | None = None
     tier: str | None = None
@@ -184,10 +189,28 @@ def _arrivals(row: PublishedRow, n: int) -> list[float]:
     return [0.0, *np.cumsum(gaps).tolist()]
 
 
+def _lengths(row: PublishedRow, n: int) -> list[tuple[int, int]]:
+    """(prompt, output) tokens of a row's ``n`` requests: the row's own, or drawn as its
+    ``range_ratio`` says (seeded, so a row always simulates the same requests)."""
+    assert row.isl and row.osl
+    if row.range_ratio is None:
+        return [(row.isl, row.osl)] * n
+    rng = np.random.default_rng(1)
+
+    def draw(mean: int) -> list[int]:
+        top = max(1, round(2 * mean / (1 + row.range_ratio)))
+        low = max(1, min(top, round(row.range_ratio * top)))
+        return rng.integers(low, top, n, endpoint=True).tolist()
+
+    return list(zip(draw(row.isl), draw(row.osl), strict=True))
+
+
 def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     assert row.isl and row.osl
     n = row.requests or (4 * row.concurrency if row.concurrency else 1000)
-    run = simulate(cfg, [SimRequest(row.isl, row.osl, arrival=t) for t in _arrivals(row, n)],
+    lengths = _lengths(row, n)
+    run = simulate(cfg, [SimRequest(isl, osl, arrival=t)
+                         for (isl, osl), t in zip(lengths, _arrivals(row, n), strict=True)],
                    concurrency=row.concurrency, record_token_times=row.metric == "itl_ms")
     failed = [r.error for r in run.results if r.error]
     if failed:
@@ -197,7 +220,8 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
     if row.metric == "output_tps":
         return run.output_throughput
     if row.metric == "total_tps_per_gpu":  # prompt + output tokens
-        return run.output_throughput * (row.isl + row.osl) / row.osl / cfg.total_gpus
+        prompt, output = (sum(x) for x in zip(*lengths, strict=True))
+        return run.output_throughput * (prompt + output) / output / cfg.total_gpus
     if row.metric == "itl_ms":
         gaps = _event_gaps(run)
         if not gaps.size:

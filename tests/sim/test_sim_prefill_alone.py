@@ -77,3 +77,28 @@ def test_open_loop_arrivals_in_sglang_phases_equal_stepping() -> None:
     for a, b in zip(fast.results, slow.results, strict=True):
         assert a.completion_tokens == b.completion_tokens
         assert list(a.token_times) == pytest.approx(list(b.token_times), abs=1e-9)
+
+
+def test_sglang_before_piecewise_graphs_launches_a_prefill_step_layer_by_layer() -> None:
+    """SGLang's steps that prefill replay piecewise CUDA graphs by default from v0.5.10 (release
+    notes; PR #16331); an older build launches each layer from the host, at least the
+    eager_dispatch floor a layer. A build of unknown version is taken to replay them."""
+    from infermatrix.sim.perf import PerfModel
+    from infermatrix.sim.tables import default_tables
+
+    def prefill_ms(version: str) -> float:
+        cfg = config("B200", model="gpt-oss-120b", precision="mxfp4", tp=8, engine="sglang",
+                     engine_version=version)
+        return PerfModel(cfg).prefill_time(100) * 1000
+
+    floor_ms = cfg_layers() * default_tables().operator(
+        "eager_dispatch", "B200", "nvidia").floor_us / 1000
+    old, new, unknown = prefill_ms("0.5.6"), prefill_ms("0.5.10"), prefill_ms("unstated")
+    assert old == pytest.approx(floor_ms) and floor_ms > 2 * new
+    assert unknown == new
+    # vLLM (piecewise graphs since V1) and TensorRT-LLM carry no such floor
+    assert not default_tables().engines["vllm"].prefill_eager("0.6.0")
+
+
+def cfg_layers() -> int:
+    return config("B200", model="gpt-oss-120b", precision="mxfp4", tp=8).layers

@@ -314,3 +314,32 @@ def test_itl_rows_are_the_gaps_between_streamed_events() -> None:
             for m in ("median_itl_ms", "mean_tpot_ms")]
     itl, tpot = (o.simulated for o in run_rows(catalog(), rows))
     assert itl > 1.5 * tpot
+
+
+def test_a_row_with_a_range_ratio_draws_its_lengths_as_the_client_does() -> None:
+    """bench_serving's --random-range-ratio r: lengths uniform in [r L, L] (SGLang's client and
+    InferenceX's), the row's isl/osl being their means. Closed-loop requests of one length all
+    finish together and arrive together; drawn ones stagger, so newcomers prefill while the
+    others decode, as measured runs do: at concurrency 100 it costs throughput (5% here)."""
+    from infermatrix.sim.validate import _lengths
+
+    base = dict(LLAMA_TP4, id="spread", isl=922, osl=922, concurrency=100, requests=1000,
+                metric="output_tps")
+    fixed = PublishedRow.model_validate(base)
+    assert set(_lengths(fixed, 50)) == {(922, 922)}
+    ifx = PublishedRow.model_validate(dict(base, range_ratio=0.8))
+    drawn = _lengths(ifx, 4000)
+    assert drawn == _lengths(ifx, 4000)  # seeded: a row simulates the same requests each time
+    for lengths in zip(*drawn, strict=True):
+        assert min(lengths) >= 819 and max(lengths) <= 1024 and len(set(lengths)) > 150
+        assert abs(statistics.fmean(lengths) / 922 - 1) < 0.01
+    cookbook = PublishedRow.model_validate(dict(base, isl=500, osl=500, range_ratio=0))
+    prompts = [p for p, _ in _lengths(cookbook, 4000)]
+    assert min(prompts) >= 1 and max(prompts) <= 1000 and min(prompts) < 50
+    assert abs(statistics.fmean(prompts) / 500 - 1) < 0.03
+    with pytest.raises(ValidationError):
+        PublishedRow.model_validate(dict(base, range_ratio=1.5))
+    # the same mean lengths, staggered: slower than the synchronised waves
+    even, spread = run_rows(catalog(), [PublishedRow.model_validate(dict(base, isl=500, osl=500)),
+                                        cookbook])
+    assert spread.simulated < 0.98 * even.simulated
