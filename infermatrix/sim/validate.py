@@ -24,7 +24,7 @@ from ..catalog.yamlsrc import CatalogError, load_yaml
 from .config import SimConfig
 from .names import engine_name, metric_name, parallel_spec
 from .tables import DATA_DIR, default_tables, release, written_version
-from .virtual import SimRequest, SimRun, simulate
+from .virtual import SimRequest, SimRun, simulate, statistic
 
 PUBLISHED_FILE = DATA_DIR / "published.yaml"
 Metric = Literal["output_tps_per_gpu", "total_tps_per_gpu", "output_tps", "tpot_ms", "ttft_ms",
@@ -104,12 +104,12 @@ class PublishedRow(BaseModel):
         named = metric_name(data["metric"], get_args(Metric))
         if named is None:
             return data
-        metric, statistic, factor = named
+        metric, stat, factor = named
         data = {**data, "metric": metric}
         if factor != 1.0 and isinstance(data.get("value"), (int, float)):
             data["value"] = data["value"] * factor
-        if statistic and "statistic" not in data:
-            data["statistic"] = statistic
+        if stat and "statistic" not in data:
+            data["statistic"] = stat
         return data
 
 
@@ -191,7 +191,9 @@ def _arrivals(row: PublishedRow, n: int) -> list[float]:
 
 def _lengths(row: PublishedRow, n: int) -> list[tuple[int, int]]:
     """(prompt, output) tokens of a row's ``n`` requests: the row's own, or drawn as its
-    ``range_ratio`` says (seeded, so a row always simulates the same requests)."""
+    ``range_ratio`` says (seeded, so a row always simulates the same requests). The interval
+    is the client's (``client.datasets.draw_len``), found from the mean; the simulator may not
+    import the client (tests/test_import_rules.py)."""
     assert row.isl and row.osl
     if row.range_ratio is None:
         return [(row.isl, row.osl)] * n
@@ -226,11 +228,11 @@ def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
         gaps = _event_gaps(run)
         if not gaps.size:
             raise ValueError("no inter-token gaps: every request streamed its output at once")
-        return _statistic(gaps, row.statistic) * 1000.0
-    statistic = row.statistic
-    if row.metric == "output_tps_per_user" and statistic.startswith("p"):
-        statistic = f"p{100 - float(statistic[1:]):g}"  # the pNN speed is the p(100-NN) TPOT
-    value = _statistic(run.values(_LATENCY[row.metric]), statistic)
+        return statistic(gaps, row.statistic) * 1000.0
+    stat = row.statistic
+    if row.metric == "output_tps_per_user" and stat.startswith("p"):
+        stat = f"p{100 - float(stat[1:]):g}"  # the pNN speed is the p(100-NN) TPOT
+    value = statistic(run.values(_LATENCY[row.metric]), stat)
     return 1.0 / value if row.metric == "output_tps_per_user" else value * 1000.0
 
 
@@ -242,18 +244,6 @@ def _event_gaps(run: SimRun) -> np.ndarray:
         steps = np.diff(np.asarray(r.token_times, dtype=np.float64))
         gaps.append(steps[steps > 0])
     return np.concatenate(gaps) if gaps else np.zeros(0)
-
-
-def _statistic(values: Sequence[float] | np.ndarray, statistic: str) -> float:
-    """A row's statistic of ``values``: median, mean, or pNN as bench_serving computes it
-    (numpy's interpolated percentile); nan for none."""
-    if not len(values):
-        return math.nan
-    if statistic == "median":
-        return statistics.median(values)
-    if statistic == "mean":
-        return statistics.fmean(values)
-    return float(np.percentile(values, float(statistic[1:])))
 
 
 # agents_per_gpu(cat, row) -> agents per GPU

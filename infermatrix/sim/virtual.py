@@ -22,6 +22,18 @@ from .config import SimConfig
 from .engine import Deployment, EngineRequest, RequestRecord
 
 
+def statistic(values: Sequence[float] | np.ndarray, name: str) -> float:
+    """``name`` of ``values``: median, mean, or pNN as bench_serving computes it (numpy's
+    interpolated percentile); nan for none."""
+    if not len(values):
+        return float("nan")
+    if name == "median":
+        return statistics.median(values)
+    if name == "mean":
+        return statistics.fmean(values)
+    return float(np.percentile(values, float(name[1:])))
+
+
 @dataclass(frozen=True)
 class SimRequest:
     prompt_tokens: int
@@ -90,12 +102,7 @@ class SimRun:
     config: dict[str, Any] = field(default_factory=dict)
 
     def median(self, metric: str) -> float:
-        values = self.values(metric)
-        return statistics.median(values) if values else float("nan")
-
-    def mean(self, metric: str) -> float:
-        values = self.values(metric)
-        return statistics.fmean(values) if values else float("nan")
+        return statistic(self.values(metric), "median")
 
     def values(self, metric: str) -> list[float]:
         """``metric`` (a SimResult attribute: ttft, tpot, e2el) of every request that has it."""

@@ -86,19 +86,17 @@ def test_sglang_before_piecewise_graphs_launches_a_prefill_step_layer_by_layer()
     from infermatrix.sim.perf import PerfModel
     from infermatrix.sim.tables import default_tables
 
-    def prefill_ms(version: str) -> float:
-        cfg = config("B200", model="gpt-oss-120b", precision="mxfp4", tp=8, engine="sglang",
-                     engine_version=version)
-        return PerfModel(cfg).prefill_time(100) * 1000
+    def gpt_oss(version: str = "unstated") -> SimConfig:
+        return config("B200", model="gpt-oss-120b", precision="mxfp4", tp=8, engine="sglang",
+                      engine_version=version)
 
-    floor_ms = cfg_layers() * default_tables().operator(
+    def prefill_ms(version: str) -> float:
+        return PerfModel(gpt_oss(version)).prefill_time(100) * 1000
+
+    floor_ms = gpt_oss().layers * default_tables().operator(
         "eager_dispatch", "B200", "nvidia").floor_us / 1000
     old, new, unknown = prefill_ms("0.5.6"), prefill_ms("0.5.10"), prefill_ms("unstated")
     assert old == pytest.approx(floor_ms) and floor_ms > 2 * new
     assert unknown == new
     # vLLM (piecewise graphs since V1) and TensorRT-LLM carry no such floor
     assert not default_tables().engines["vllm"].prefill_eager("0.6.0")
-
-
-def cfg_layers() -> int:
-    return config("B200", model="gpt-oss-120b", precision="mxfp4", tp=8).layers
