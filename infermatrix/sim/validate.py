@@ -84,6 +84,12 @@ class PublishedRow(BaseModel):
     request's prompt and output lengths uniform between ratio × L and L, L the nominal length.
     ``isl`` and ``osl`` stay the means, so L = 2 × mean / (1 + ratio). None: every request at
     ``isl`` / ``osl``, as fixed-length tables (and ratio 1) run them"""
+    lengths: Literal["sharegpt", "sharegpt-sglang"] | None = None
+    """the row's client sampled ShareGPT conversations, whose lengths vary request by request:
+    "sharegpt" as ``vllm bench serve`` (and bench_serving before 2025) keeps them (prompt and
+    reply of at least 4 tokens, a prompt of at most 1,024, both together at most 2,048),
+    "sharegpt-sglang" as SGLang's bench_serving keeps them (at least 2 tokens each, no cap).
+    ``isl`` and ``osl`` are the means (the printed totals / requests); see ``_sharegpt``"""
     dataset: str = "random"
     workload: str | None = None
     tier: str | None = None
@@ -133,6 +139,8 @@ def load_published(path: Path | str = PUBLISHED_FILE) -> list[PublishedRow]:
             problems.append(doc.problem((i,), "agents_per_gpu needs workload and tier"))
         if row.metric != "agents_per_gpu" and not (row.isl and row.osl):
             problems.append(doc.problem((i,), f"{row.metric} needs isl and osl"))
+        if row.lengths and row.range_ratio is not None:
+            problems.append(doc.problem((i, "lengths"), "give lengths or range_ratio, not both"))
         seen.add(row.id)
         rows.append(row)
     if problems:
@@ -195,6 +203,8 @@ def _lengths(row: PublishedRow, n: int) -> list[tuple[int, int]]:
     is the client's (``client.datasets.draw_len``), found from the mean; the simulator may not
     import the client (tests/test_import_rules.py)."""
     assert row.isl and row.osl
+    if row.lengths:
+        return _sharegpt(row.isl, row.osl, n, trimmed=row.lengths == "sharegpt")
     if row.range_ratio is None:
         return [(row.isl, row.osl)] * n
     rng = np.random.default_rng(1)
@@ -205,6 +215,35 @@ def _lengths(row: PublishedRow, n: int) -> list[tuple[int, int]]:
         return rng.integers(low, top, n, endpoint=True).tolist()
 
     return list(zip(draw(row.isl), draw(row.osl), strict=True))
+
+
+def _sharegpt(isl: int, osl: int, n: int, *, trimmed: bool) -> list[tuple[int, int]]:
+    """``n`` (prompt, reply) lengths standing in for a ShareGPT sample, seeded, whose means are
+    ``isl`` and ``osl``. The file cannot be read here, so each length is drawn from the
+    exponential distribution (the least presumptuous one with a given positive mean) and the
+    pairs the client would drop are dropped (``trimmed``: vLLM's filter, else SGLang's); the
+    scales are then corrected until the kept pairs' means match. What matters is the spread:
+    a batch of requests sent at once is done only when its longest reply is, so a run of
+    ShareGPT requests takes several times as long as the same tokens at their mean lengths."""
+    rng_seed, scale_in, scale_out = 2, float(isl), float(osl)
+    low = 4 if trimmed else 2
+    kept = np.empty((0, 2))
+    for _ in range(8):  # the filter shortens the means: rescale and draw again
+        rng = np.random.default_rng(rng_seed)
+        pairs = np.rint(rng.exponential((scale_in, scale_out), (4 * n + 64, 2)))
+        ok = (pairs >= low).all(axis=1)
+        if trimmed:
+            ok &= (pairs[:, 0] <= 1024) & (pairs.sum(axis=1) <= 2048)
+        kept = pairs[ok][:n]
+        if len(kept) < n:
+            raise ValueError(f"cannot draw {n} ShareGPT-like requests of means {isl}/{osl} "
+                             "within the client's 1,024 / 2,048-token filter")
+        mean_in, mean_out = kept.mean(axis=0)
+        if abs(mean_in / isl - 1) < 0.005 and abs(mean_out / osl - 1) < 0.005:
+            break
+        scale_in *= isl / mean_in
+        scale_out *= osl / mean_out
+    return [(int(a), int(b)) for a, b in kept]
 
 
 def _throughput_like(row: PublishedRow, cfg: SimConfig) -> float:
