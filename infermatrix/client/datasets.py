@@ -12,7 +12,7 @@ from typing import Any
 
 from .arrivals import gamma_deadlines
 from .chat_template import chat_prompt
-from .config import BenchConfig
+from .config import SGLANG_BACKENDS, BenchConfig
 from .errors import ClientInputError
 from .jsonl import read_jsonl
 from .prompts import exact_ids, exact_prompt
@@ -126,7 +126,8 @@ def shared_prefix_dataset(
 def sharegpt_dataset(cfg: BenchConfig, tok: Tokenizer, content: random.Random) -> list[RequestSpec]:
     """ShareGPT JSON: a list of {"conversations": [{"from": "human"|"gpt", "value": …}, …]}
     (also "role"/"content" turns). First human turn = prompt; the reply's token count = output
-    length unless --sharegpt-output-len. Pairs shorter than 4 tokens are skipped."""
+    length unless --sharegpt-output-len. Pairs are kept as the backend's own client keeps them
+    (``sharegpt_keeps``)."""
     path = _path(cfg)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -144,12 +145,24 @@ def sharegpt_dataset(cfg: BenchConfig, tok: Tokenizer, content: random.Random) -
             break
         plen = tok.count(prompt)
         olen = cfg.sharegpt_output_len or tok.count(reply)
-        if plen < 4 or olen < 4:
+        if not sharegpt_keeps(plen, olen, sglang=cfg.backend in SGLANG_BACKENDS,
+                              fixed_output=cfg.sharegpt_output_len is not None):
             continue
         specs.append(RequestSpec(index=len(specs), prompt=prompt, prompt_len=plen, output_len=olen))
     if not specs:
         raise ClientInputError(f"{path}: no usable conversations (need a human turn and a reply)")
     return specs
+
+
+def sharegpt_keeps(prompt_len: int, output_len: int, *, sglang: bool, fixed_output: bool) -> bool:
+    """Whether a ShareGPT pair is used. SGLang's bench_serving drops a pair with a prompt or
+    output under 2 tokens; vLLM's bench serve one under 4 (the output unless
+    --sharegpt-output-len fixes it), a prompt over 1,024 tokens, or the
+    two together over 2,048. The same file so gives each client its own requests."""
+    if sglang:
+        return prompt_len >= 2 and output_len >= 2
+    return (prompt_len >= 4 and (fixed_output or output_len >= 4)
+            and prompt_len <= 1024 and prompt_len + output_len <= 2048)
 
 
 def _first_pair(entry: Any) -> tuple[str, str] | None:

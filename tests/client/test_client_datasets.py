@@ -166,6 +166,30 @@ def test_sharegpt(tmp_path: Path) -> None:
     assert {s.output_len for s in fixed} == {77}
 
 
+
+def test_sharegpt_keeps_the_pairs_the_backends_own_client_keeps(tmp_path: Path) -> None:
+    """vllm bench serve drops pairs under 4 tokens, prompts over 1,024 and pairs over 2,048;
+    SGLang's bench_serving only those under 2 tokens: one file, each client's own requests."""
+    def pair(prompt: int, reply: int) -> dict[str, object]:
+        return {"conversations": [{"from": "human", "value": " ".join(["p"] * prompt)},
+                                  {"from": "gpt", "value": " ".join(["r"] * reply)}]}
+
+    lengths = [(3, 10), (10, 3), (2, 2), (1, 5), (1100, 10), (1000, 1100), (1000, 1000), (8, 9)]
+    p = tmp_path / "sg.json"
+    p.write_text(json.dumps([pair(a, b) for a, b in lengths]))
+
+    def kept(**kw: object) -> list[tuple[int, int]]:
+        specs = build_requests(cfg(dataset_name="sharegpt", dataset_path=str(p), **kw),
+                               WordTokenizer())
+        return sorted((s.prompt_len, s.output_len) for s in specs)
+
+    assert kept(backend="vllm") == [(8, 9), (1000, 1000)]
+    assert kept(backend="openai-chat") == [(8, 9), (1000, 1000)]
+    assert kept(backend="sglang") == sorted(x for x in lengths if min(x) >= 2)
+    # a fixed output length replaces the reply's before the check (vLLM skips its minimum)
+    assert kept(backend="vllm", sharegpt_output_len=2) == [(8, 2), (10, 2), (1000, 2), (1000, 2)]
+
+
 def test_mooncake_trace(tmp_path: Path) -> None:
     rows = [
         {"timestamp": 1000, "input_length": 20, "output_length": 3, "hash_ids": [1, 2, 3]},
