@@ -114,6 +114,10 @@ class SimConfig:
     engine: str = "vllm"
     engine_version: str = ""  # as a recipe or a source gives it ("" unknown)
     matmul_dtype: str = "bf16"
+    # AMD: the engine runs AITER's kernels (ROCm/aiter: fused MoE, block-scaled GEMMs, MLA), as
+    # SGLang's ROCm images do (SGLANG_USE_AITER=1) and vLLM with VLLM_ROCM_USE_AITER=1; False:
+    # its generic Triton kernels (AITER switched off, or a build from before it was integrated)
+    rocm_aiter: bool = True
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
     head_dim: int = 0  # 0: hidden_size / attention_heads
@@ -250,6 +254,8 @@ class SimConfig:
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
         }
+        if self.vendor == "amd":
+            out["rocm_aiter"] = self.rocm_aiter
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
             out["kv_transfer_gbps"] = round(self.kv_transfer_bw / GB, 1)
@@ -273,6 +279,7 @@ class SimConfig:
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
+        rocm_aiter: bool = True,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -292,7 +299,8 @@ class SimConfig:
         attention DP without speculative decoding only the prefilling rank's decoders would
         wait (the other ranks decode in the same synchronised step), which the mixed step
         stands in for; with speculative decoding every rank idles (SGLang prepares idle
-        batches for the whole DP group)."""
+        batches for the whole DP group). ``rocm_aiter`` (AMD): False where the engine runs
+        without AITER's kernels."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
@@ -365,7 +373,7 @@ class SimConfig:
                            and (not attention_dp or spec_draft_tokens > 0)),
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
-            moe_a2a=moe_a2a,
+            moe_a2a=moe_a2a, rocm_aiter=rocm_aiter,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
@@ -400,6 +408,8 @@ class SimConfig:
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
             knobs["engine_version"] = recipe.engine.version
+            knobs["rocm_aiter"] = _rocm_aiter(_lookup(catalog, "hardware", recipe.hardware)[0].vendor,
+                                              recipe.engine.name, {**recipe.env, **pool.env}, bound)
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode
@@ -532,6 +542,21 @@ def _settings(pool: Pool) -> list[tuple[str, Any]]:
 
     walk("", pool.config)
     return out
+
+
+def _rocm_aiter(vendor: str, engine: str, env: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether an engine on AMD runs AITER's kernels under this environment: SGLang unless
+    SGLANG_USE_AITER is off (its ROCm images set it to 1), vLLM only with VLLM_ROCM_USE_AITER on
+    (vLLM's own default is off). Elsewhere True: the flag only selects AMD table rows."""
+    if vendor != "amd":
+        return True
+    if engine == "sglang":
+        value = _resolve(env.get("SGLANG_USE_AITER", "1"), params)
+        return value is None or _truthy(value)
+    if engine == "vllm":
+        value = _resolve(env.get("VLLM_ROCM_USE_AITER", "0"), params)
+        return value is not None and _truthy(value)
+    return True
 
 
 def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[str, Any]:

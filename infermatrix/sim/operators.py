@@ -65,7 +65,8 @@ class StepModel:
         tun = cfg.tuning
 
         def row(op: str, dtype: str = "*") -> OperatorRow:
-            return t.operator(op, hw, vendor, dtype, tun, cfg.engine, cfg.engine_version)
+            return t.operator(op, hw, vendor, dtype, tun, cfg.engine, cfg.engine_version,
+                              cfg.rocm_aiter)
 
         gemm = row("gemm", dtype)
         moe = row("grouped_gemm", dtype)

@@ -76,6 +76,9 @@ class OperatorRow(_Strict):
     """with ``engine``: the row describes that engine's builds from this version on (kernels
     change between releases); a deployment whose engine version is unknown keeps the rows
     without one"""
+    rocm_aiter: bool | None = None
+    """AMD: the row describes deployments that run AITER's kernels (True) or the engine's
+    generic ones (False); None: either"""
     compute_eff: Share = 1.0
     memory_eff: Share = 1.0
     floor_us: Micros = 0.0
@@ -209,10 +212,10 @@ class EfficiencyTables(_Strict):
 
     def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*",
                  fallback: Tuning = DEFAULT_TUNING, engine: str | None = None,
-                 engine_version: str | None = None) -> OperatorRow:
+                 engine_version: str | None = None, rocm_aiter: bool = True) -> OperatorRow:
         """The most specific row for ``op`` on this hardware and dtype (and, where a row names
-        one, this engine from its ``since`` version on); for hardware no row covers, a row made
-        of tuning.py's defaults."""
+        one, this engine from its ``since`` version on, and with or without AITER's kernels);
+        for hardware no row covers, a row made of tuning.py's defaults."""
         version = release(engine_version)
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
@@ -230,7 +233,10 @@ class EfficiencyTables(_Strict):
                 continue
             if row.engine != "*" and (row.engine != engine or not _at_least(version, row.since)):
                 continue
-            score = 2 * (hw_score * 2 + (row.dtype != "*")) + (row.engine != "*")
+            if row.rocm_aiter is not None and row.rocm_aiter != rocm_aiter:
+                continue
+            score = (2 * (2 * (hw_score * 2 + (row.dtype != "*")) + (row.engine != "*"))
+                     + (row.rocm_aiter is not None))
             if best is None or score > best[0]:
                 best = (score, row)
         return best[1] if best else _tuning_row(op, fallback)
