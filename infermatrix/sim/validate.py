@@ -86,7 +86,7 @@ class PublishedRow(BaseModel):
     ``isl`` / ``osl``, as fixed-length tables (and ratio 1) run them"""
     lengths: Literal["sharegpt", "sharegpt-sglang"] | None = None
     """the row's client sampled ShareGPT conversations, whose lengths vary request by request:
-    "sharegpt" as ``vllm bench serve`` (and bench_serving before 2025) keeps them (prompt and
+    "sharegpt" as ``vllm bench serve`` (and older copies of bench_serving) keeps them (prompt and
     reply of at least 4 tokens, a prompt of at most 1,024, both together at most 2,048),
     "sharegpt-sglang" as SGLang's bench_serving keeps them (at least 2 tokens each, no cap).
     ``isl`` and ``osl`` are the means (the printed totals / requests); see ``_sharegpt``"""
@@ -221,15 +221,17 @@ def _sharegpt(isl: int, osl: int, n: int, *, trimmed: bool) -> list[tuple[int, i
     """``n`` (prompt, reply) lengths standing in for a ShareGPT sample, seeded, whose means are
     ``isl`` and ``osl``. The file cannot be read here, so each length is drawn from the
     exponential distribution (the least presumptuous one with a given positive mean) and the
-    pairs the client would drop are dropped (``trimmed``: vLLM's filter, else SGLang's); the
-    scales are then corrected until the kept pairs' means match. What matters is the spread:
-    a batch of requests sent at once is done only when its longest reply is, so a run of
-    ShareGPT requests takes several times as long as the same tokens at their mean lengths."""
-    rng_seed, scale_in, scale_out = 2, float(isl), float(osl)
+    pairs the client would drop are dropped (``trimmed``: vLLM's filter, else SGLang's: the
+    rule ``client.datasets.sharegpt_keeps`` applies to a real file, restated here because the
+    simulator may not import the client); the scales are then corrected until the kept pairs'
+    means match. What matters is the spread: a batch of requests sent at once is done only
+    when its longest reply is, so a run of ShareGPT requests takes several times as long as
+    the same tokens at their mean lengths."""
+    scale_in, scale_out = float(isl), float(osl)
     low = 4 if trimmed else 2
     kept = np.empty((0, 2))
     for _ in range(8):  # the filter shortens the means: rescale and draw again
-        rng = np.random.default_rng(rng_seed)
+        rng = np.random.default_rng(2)  # seeded: a row always simulates the same requests
         pairs = np.rint(rng.exponential((scale_in, scale_out), (4 * n + 64, 2)))
         ok = (pairs >= low).all(axis=1)
         if trimmed:
