@@ -238,8 +238,10 @@ def _sharegpt(isl: int, osl: int, n: int, *, trimmed: bool) -> list[tuple[int, i
             ok &= (pairs[:, 0] <= 1024) & (pairs.sum(axis=1) <= 2048)
         kept = pairs[ok][:n]
         if len(kept) < n:
+            kept_by = ("4..1,024-token prompts, pairs up to 2,048" if trimmed
+                       else "2 tokens or more each")
             raise ValueError(f"cannot draw {n} ShareGPT-like requests of means {isl}/{osl} "
-                             "within the client's 1,024 / 2,048-token filter")
+                             f"that the client keeps ({kept_by})")
         mean_in, mean_out = kept.mean(axis=0)
         if abs(mean_in / isl - 1) < 0.005 and abs(mean_out / osl - 1) < 0.005:
             break

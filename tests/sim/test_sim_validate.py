@@ -367,6 +367,10 @@ def test_a_sharegpt_row_draws_varied_lengths_and_waits_for_its_longest_reply(tmp
     assert max(p for p, _ in _lengths(sglang, 1000)) > 1024  # SGLang's client keeps long ones
     uniform, varied = run_rows(catalog(), [PublishedRow.model_validate(base), vllm])
     assert varied.simulated < 0.8 * uniform.simulated
+    # means the client's filter cannot give: the row reports why, the table run goes on
+    (impossible,) = run_rows(catalog(), [PublishedRow.model_validate(dict(base, isl=5000,
+                                                                          lengths="sharegpt"))])
+    assert impossible.simulated is None and "client keeps" in impossible.detail
     both = tmp_path / "published.yaml"
     both.write_text(yaml.safe_dump([dict(base, lengths="sharegpt", range_ratio=0.8)]))
     with pytest.raises(CatalogError) as exc:
