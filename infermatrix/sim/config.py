@@ -404,12 +404,13 @@ class SimConfig:
         name = served_model_name or recipe.checkpoint or catalog.models[recipe.model].hf_id
 
         bound = {**recipe.params, **(params or {})}
+        vendor = _lookup(catalog, "hardware", recipe.hardware)[0].vendor
 
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
             knobs["engine_version"] = recipe.engine.version
-            knobs["rocm_aiter"] = _rocm_aiter(_lookup(catalog, "hardware", recipe.hardware)[0].vendor,
-                                              recipe.engine.name, {**recipe.env, **pool.env}, bound)
+            knobs["rocm_aiter"] = _rocm_aiter(vendor, recipe.engine.name,
+                                              {**recipe.env, **pool.env}, bound)
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode

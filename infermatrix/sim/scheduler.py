@@ -227,7 +227,7 @@ class EngineCore:
                 return None
             self.leave_batch()
         elif not self.waiting and not any(
-                s.prompt_len + s.num_output - s.num_computed > 1 for s in self.running):
+                s.target - s.num_computed > 1 for s in self.running):
             return None
         return self._build(prefill_only=True)
 

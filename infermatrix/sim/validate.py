@@ -229,7 +229,6 @@ def _sharegpt(isl: int, osl: int, n: int, *, trimmed: bool) -> list[tuple[int, i
     the same tokens at their mean lengths."""
     scale_in, scale_out = float(isl), float(osl)
     low = 4 if trimmed else 2
-    kept = np.empty((0, 2))
     for _ in range(8):  # the filter shortens the means: rescale and draw again
         rng = np.random.default_rng(2)  # seeded: a row always simulates the same requests
         pairs = np.rint(rng.exponential((scale_in, scale_out), (4 * n + 64, 2)))

@@ -51,10 +51,10 @@ def test_experts_without_aiter_take_the_generic_row_and_decode_slower() -> None:
     assert (tables.operator("grouped_gemm", "H200", "nvidia", "fp8", rocm_aiter=False)
             == tables.operator("grouped_gemm", "H200", "nvidia", "fp8"))
 
-    def tpot(model: str, aiter: bool, seqs: int) -> float:
+    def step(model: str, aiter: bool, seqs: int) -> float:
         cfg = config("MI300X", model, "fp8", tp=8, engine="sglang", rocm_aiter=aiter)
         return StepModel(cfg).step_time(seqs, seqs, 1000 * seqs, 1000 * seqs)
 
     for seqs in (1, 16, 64):
-        assert tpot("deepseek-r1-0528", False, seqs) > 1.3 * tpot("deepseek-r1-0528", True, seqs)
-    assert tpot("llama-3.1-70b-instruct", False, 8) == tpot("llama-3.1-70b-instruct", True, 8)
+        assert step("deepseek-r1-0528", False, seqs) > 1.3 * step("deepseek-r1-0528", True, seqs)
+    assert step("llama-3.1-70b-instruct", False, 8) == step("llama-3.1-70b-instruct", True, 8)
