@@ -83,7 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="which rows to run (default all; 'report' rows were never fitted on)")
     val.add_argument("--only", action="append", default=[], metavar="TEXT",
                      help="run only rows whose id contains TEXT (repeatable)")
-    val.add_argument("--table", type=Path, help="published-results YAML (default: the built-in one)")
+    source = val.add_mutually_exclusive_group()
+    source.add_argument("--table", type=Path,
+                        help="published-results YAML (default: the built-in one)")
+    source.add_argument("--inferencex", type=Path, metavar="JSON",
+                        help="run InferenceX's own results export instead (its dashboard's JSON "
+                             "array of records): every single-node point as report rows")
+    val.add_argument("--ttft", action="store_true",
+                     help="with --inferencex: a median-TTFT row per point as well")
     val.add_argument("--plot", type=Path, default=Path("sim-validate.png"),
                      help="where to write the published-vs-simulated plot (default sim-validate.png)")
     val.add_argument("--no-plot", action="store_true", help="skip the plot")
@@ -172,7 +179,16 @@ MIN_WITHIN_2X = 0.80
 def _validate(args: argparse.Namespace) -> int:
     from .validate import PUBLISHED_FILE, format_outcome, load_published, plot, run_rows, summarise
 
-    rows = load_published(args.table or PUBLISHED_FILE)
+    if args.ttft and not args.inferencex:
+        raise SimConfigError("--ttft goes with --inferencex")
+    if args.inferencex:
+        from .inferencex import inferencex_rows
+
+        rows, left_out = inferencex_rows(args.inferencex, ttft=args.ttft)
+        if left_out:
+            print("left out: " + ", ".join(f"{n} ({why})" for why, n in left_out.most_common()))
+    else:
+        rows = load_published(args.table or PUBLISHED_FILE)
     if args.split != "all":
         rows = [r for r in rows if r.split == args.split]
     if args.only:
