@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from ..catalog.yamlsrc import CatalogError, Problem
 from ..jsonio import JsonNumberError, loads_bounded
+from .names import engine_name
 from .validate import PublishedRow
 
 MAX_BYTES = 64 << 20  # the dashboard's full export is a few MB
@@ -36,7 +37,6 @@ MODELS = {"dsr1": "deepseek-r1-0528", "gptoss": "gpt-oss-120b", "gptoss120b": "g
 HARDWARE = {"h100": "H100", "h200": "H200", "h20": "H20", "b200": "B200", "b300": "B300",
             "gb200": "GB200", "gb300": "GB300", "mi300x": "MI300X", "mi325x": "MI325X",
             "mi355x": "MI355X"}
-ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trtllm", "trtllm": "trtllm"}
 AMD = {"MI300X", "MI325X", "MI355X"}
 BLACKWELL = {"B200", "B300", "GB200", "GB300"}
 RANGE_RATIO = 0.8  # InferenceX's --random-range-ratio: lengths uniform in [0.8 L, L]
@@ -66,7 +66,7 @@ def _precision(value: str, hardware: str, model: str) -> str:
 def _skip_reason(rec: dict[str, Any]) -> str | None:
     if rec.get("disagg") or rec.get("is_multinode"):
         return "disaggregated or multi-node"
-    if str(rec.get("framework")) not in ENGINES:
+    if engine_name(str(rec.get("framework"))) is None:  # "trt"; not "dynamo-trt", "atom"
         return f"framework {rec.get('framework')!r}"
     if str(rec.get("model")) not in MODELS:
         return f"model {rec.get('model')!r}"
@@ -77,7 +77,7 @@ def _skip_reason(rec: dict[str, Any]) -> str | None:
 
 def _rows_of(rec: dict[str, Any], *, ttft: bool) -> list[PublishedRow]:
     hardware, model = HARDWARE[rec["hardware"]], MODELS[rec["model"]]
-    engine = ENGINES[rec["framework"]]
+    engine = engine_name(rec["framework"])
     tp, ep = int(rec["decode_tp"]), int(rec.get("decode_ep") or 1)
     parallel: dict[str, Any] = {"tp": tp}
     if ep > 1:

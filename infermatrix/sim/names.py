@@ -33,7 +33,7 @@ PRECISION_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8
                      "e4m3": "fp8", "int8": "w8a8-int8", "w8a8": "w8a8-int8",
                      "w8a8int8": "w8a8-int8"}
 ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm",
-                  "tensorrtllm": "trtllm", "tensorrt": "trtllm"}
+                  "tensorrtllm": "trtllm", "tensorrt": "trtllm", "trt": "trtllm"}
 
 
 def hardware_key(text: str) -> str:
