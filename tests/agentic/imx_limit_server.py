@@ -1,18 +1,22 @@
 """A tiny OpenAI-compatible chat server whose capacity is known by construction.
 
-A request admitted while more than ``--limit`` requests are in flight (itself included) streams
-its tokens ``--slow-gap-ms`` apart; otherwise ``--fast-gap-ms`` apart. TTFT stays small. So an
-SLO tier whose speed sits between the two passes exactly up to ``limit`` closed-loop agents
-with no tool delay. A request leaves the in-flight count after its last token and before the
-usage event and [DONE], so an agent's next turn never overlaps its own previous one.
+A request admitted while more than ``--limit`` agents are active (its own included) streams its
+tokens ``--slow-gap-ms`` apart; otherwise ``--fast-gap-ms`` apart. TTFT stays small. So an SLO
+tier whose speed sits between the two passes exactly up to ``limit`` closed-loop agents with no
+tool delay. A request stops being in flight after its last token and before the usage event and
+[DONE], so an agent's next turn never overlaps its own previous one.
 With ``--first-gap-ms`` the first request the server receives streams that far apart instead
 (one long first answer).
 
-Between two turns an agent is briefly out of the count (the client receives, parses and sends
-the next turn), so one agent above the limit only slows the requests admitted while all the
-others are in flight. The longer a fast request is against that turn-around, the more of them
-that is: tests give requests enough tokens that a loaded machine's slower turn-around still
-leaves most requests slow one agent above the limit.
+It counts agents, not requests in flight. Counting requests made the limit soft: between two
+turns an agent is briefly out of flight (the client receives, parses and sends the next turn),
+so one agent above the limit slowed only the requests admitted while all the others were in
+flight, and on a loaded machine, with a slower turn-around, too few of them for a tier to fail.
+Here a conversation (its first two messages: the level's salt and system prompt, then its own
+first user message, salted when a level reuses it) stays active between its turns, for up to
+``--idle-s``; a conversation the server has not seen takes the place of the one that ended
+longest ago (the same agent moving on to its next conversation), and counts as one more agent
+only when none has ended. A new level (another salt) starts the count afresh.
 
     python tests/agentic/imx_limit_server.py --port 8123 --limit 11
 """
@@ -28,9 +32,45 @@ from aiohttp import web
 MODEL = "limit-model"
 
 
+class Agents:
+    """The agents of the current level, by conversation: in flight, or idle since when."""
+
+    def __init__(self, idle_s: float) -> None:
+        self.idle_s = idle_s
+        self.level: str | None = None
+        self.idle_since: dict[str, float | None] = {}  # conversation -> None while in flight
+
+    def admit(self, level: str, conversation: str, now: float) -> int:
+        """Mark ``conversation`` in flight; return the number of agents active with it."""
+        if level != self.level:
+            self.level, self.idle_since = level, {}
+        for key, since in list(self.idle_since.items()):
+            if since is not None and now - since > self.idle_s:
+                del self.idle_since[key]  # gone quiet for longer than a turn-around: left
+        if conversation not in self.idle_since:
+            idle = [(since, key) for key, since in self.idle_since.items() if since is not None]
+            if idle:  # an agent that ended a conversation starts its next one
+                del self.idle_since[min(idle)[1]]
+        self.idle_since[conversation] = None
+        return len(self.idle_since)
+
+    def release(self, level: str, conversation: str, now: float) -> None:
+        if level == self.level and conversation in self.idle_since:
+            self.idle_since[conversation] = now
+
+
+def conversation_of(messages: list[dict]) -> tuple[str, str]:
+    """(level, conversation): every prompt starts with its level's salt (one word), and the
+    first two messages tell one conversation from another."""
+    texts = [str(m.get("content", "")) for m in messages[:2]]
+    level = texts[0].split(" ", 1)[0] if texts else ""
+    return level, "\x00".join(texts)
+
+
 def make_app(limit: int, fast_gap_s: float, slow_gap_s: float,
-             first_gap_s: float | None = None) -> web.Application:
-    state: dict[str, object] = {"active": 0, "last": {}, "served": 0}
+             first_gap_s: float | None = None, idle_s: float = 1.0) -> web.Application:
+    state: dict[str, object] = {"last": {}, "served": 0}
+    agents = Agents(idle_s)
 
     async def models(_req: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
@@ -48,8 +88,10 @@ def make_app(limit: int, fast_gap_s: float, slow_gap_s: float,
         }
         n = int(body.get("max_tokens") or 16)
         prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-        state["active"] += 1  # type: ignore[operator]
-        gap = slow_gap_s if state["active"] > limit else fast_gap_s  # type: ignore[operator]
+        level, conversation = conversation_of(body.get("messages", []))
+        loop = asyncio.get_running_loop()
+        active = agents.admit(level, conversation, loop.time())
+        gap = slow_gap_s if active > limit else fast_gap_s
         if first_gap_s is not None and state["served"] == 0:
             gap = first_gap_s
         state["served"] += 1  # type: ignore[operator]
@@ -61,7 +103,7 @@ def make_app(limit: int, fast_gap_s: float, slow_gap_s: float,
                 chunk = {"id": "x", "choices": [{"index": 0, "delta": {"content": " w"}}]}
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         finally:
-            state["active"] -= 1  # type: ignore[operator]
+            agents.release(level, conversation, loop.time())
         usage = {
             "prompt_tokens": prompt,
             "completion_tokens": n,
@@ -95,10 +137,11 @@ def main() -> None:
     p.add_argument("--fast-gap-ms", type=float, default=2.0)
     p.add_argument("--slow-gap-ms", type=float, default=25.0)
     p.add_argument("--first-gap-ms", type=float, default=None)
+    p.add_argument("--idle-s", type=float, default=1.0)
     a = p.parse_args()
     first = None if a.first_gap_ms is None else a.first_gap_ms / 1000
     web.run_app(
-        make_app(a.limit, a.fast_gap_ms / 1000, a.slow_gap_ms / 1000, first),
+        make_app(a.limit, a.fast_gap_ms / 1000, a.slow_gap_ms / 1000, first, a.idle_s),
         host="127.0.0.1",
         port=a.port,
         print=None,

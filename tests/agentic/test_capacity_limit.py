@@ -23,9 +23,9 @@ def tiny_sessions(delay_s: float = 0.0) -> SyntheticSource:
         turns=c(6),
         system_prompt_tokens=c(20),
         user_tokens=c(10),
-        # 40 tokens: a fast request (80 ms) outlasts the client's turn-around between turns
-        # many times over even on a loaded machine, so at LIMIT + 1 agents most requests are
-        # admitted over the limit and the tier fails (imx_limit_server.py)
+        # the server counts agents, not requests in flight, so at LIMIT + 1 agents every turn
+        # after an agent's first is slow however long the client's turn-around between turns
+        # (imx_limit_server.py)
         output_tokens=c(40),
         tool_delay_s=c(delay_s),
     )
