@@ -88,6 +88,9 @@ class SimConfig:
     spec_draft_tokens: int = 0
     spec_acceptance: float = 0.0
     stream_interval: int = 1  # tokens per streamed chunk (TensorRT-LLM stream_interval)
+    # SGLang --scheduler-recv-interval: new requests are taken in only every N decode steps
+    # (and after any step that prefills); 1: every step (recv.py)
+    recv_interval: int = 1
     # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
     # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
     graph_max_seqs: int = -1
@@ -250,6 +253,7 @@ class SimConfig:
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
+            "recv_interval": self.recv_interval,
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
@@ -273,7 +277,8 @@ class SimConfig:
         memory_fraction: float | None = None, block_size: int | None = None,
         prefix_caching: bool = True, max_model_len: int | None = None,
         spec_draft_tokens: int = 0, spec_acceptance: float | None = None,
-        kv_free_fraction: float | None = None, stream_interval: int = 1, instances: int = 1,
+        kv_free_fraction: float | None = None, stream_interval: int = 1, recv_interval: int = 1,
+        instances: int = 1,
         router_policy: str = "round_robin", tuning: Tuning = DEFAULT_TUNING, engine: str = "vllm",
         engine_version: str | None = None,
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
@@ -365,7 +370,8 @@ class SimConfig:
             spec_draft_tokens=spec_draft_tokens,
             spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
                              else spec_acceptance) if spec_draft_tokens else 0.0,
-            stream_interval=max(1, stream_interval), graph_max_seqs=graph_max_seqs,
+            stream_interval=max(1, stream_interval), recv_interval=max(1, recv_interval),
+            graph_max_seqs=graph_max_seqs,
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
@@ -505,6 +511,7 @@ _ARG_KNOBS = {
     "block-size": "block_size", "page-size": "block_size", "tokens-per-block": "block_size",
     "max-model-len": "max_model_len", "context-length": "max_model_len", "max-seq-len": "max_model_len",
     "stream-interval": "stream_interval", "max-prefill-tokens": "max_prefill_tokens",
+    "scheduler-recv-interval": "recv_interval",
     # decode graphs: SGLang and TensorRT-LLM count sequences, vLLM tokens
     "cuda-graph-max-bs": "graph_max_seqs", "cuda-graph-config.max-batch-size": "graph_max_seqs",
     "max-cudagraph-capture-size": "graph_max_tokens",

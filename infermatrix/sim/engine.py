@@ -23,6 +23,7 @@ import numpy as np
 from .clock import Kernel
 from .config import SimConfig
 from .perf import PerfModel
+from .recv import RecvSkipper
 from .router import Router
 from .scheduler import EngineCore, Seq, Step
 
@@ -85,6 +86,9 @@ class Phase:
     # new work (which cuts) or an abort (which ends the phase) changes what it depends on.
     limit: int | None
     cut: bool = False
+    # the step after which held-back requests are taken in (SGLang --scheduler-recv-interval):
+    # the phase ends there
+    recv_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -175,15 +179,21 @@ class Instance:
         self.want_times = want_times  # per-token times of phases (only virtual runs record them)
         self._phase: Phase | None = None
         self._version = 0
+        self._recv = RecvSkipper(cfg.recv_interval)
+        self._inbox: list[Seq] = []  # arrived, not yet taken in by the scheduler
 
     @property
     def load(self) -> int:
-        return self.core.load
+        return self.core.load + len(self._inbox)
 
     def cached_prefix(self, hashes: Sequence[int]) -> int:
         return self.core.pool.probe(hashes)
 
     def submit(self, seq: Seq) -> None:
+        if self.busy and not self._recv.always:
+            self._inbox.append(seq)
+            self._end_at_receive()
+            return
         self.core.add(seq)
         if self.busy and self._phase is not None and self._phase.limit != 1:
             self._cut_phase()
@@ -198,12 +208,22 @@ class Instance:
             self._start()
 
     def abort(self, seq: Seq) -> None:
+        if seq in self._inbox:
+            self._inbox.remove(seq)
         self.core.abort(seq)
         if self._phase is not None and self._phase.limit is None:
             self._phase.limit = 1
 
+    def _take_in(self) -> None:
+        for seq in self._inbox:
+            self.core.add(seq)
+        self._inbox.clear()
+
     def _start(self) -> None:
         step = self.core.schedule()
+        if step is None and self._inbox:  # an idle loop takes new requests in at once
+            self._take_in()
+            step = self.core.schedule()
         if self.core.joined:  # decode-pool sequences admitted now: their first token is out
             now = self.kernel.now
             for seq in self.core.joined:
@@ -216,6 +236,8 @@ class Instance:
         end = self.kernel.now + self.core.perf.step_time(step.shape)
         self.busy = True
         self._phase = Phase(step, [end], None if self._phases else 1)
+        if self._inbox:  # requests held back: the phase ends where they are taken in
+            self._phase.recv_at = self._recv.first_receive(not step.pure_decode, 0)
         self._version += 1
         self.kernel.call_at(end, self._checkpoint, self._version)
 
@@ -243,6 +265,24 @@ class Instance:
         self._version += 1
         self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
 
+    def _end_at_receive(self) -> None:
+        """A request is held back during a phase: end the phase with the step after which the
+        scheduler next takes requests in (the one now running at the earliest)."""
+        ph = self._phase
+        assert ph is not None
+        j = bisect.bisect_left(ph.ends, self.kernel.now)
+        k = self._recv.first_receive(not ph.step.pure_decode, j)
+        if ph.recv_at is not None and ph.recv_at <= k:
+            return
+        ph.recv_at = k
+        if ph.limit is not None and ph.limit > k + 1:
+            ph.limit = k + 1
+        if k >= len(ph.ends) - 1:
+            return  # not computed that far yet: the limit stops the phase there
+        del ph.ends[k + 1:]
+        self._version += 1
+        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
+
     def _checkpoint(self, version: int) -> None:
         if version != self._version:
             return  # a phase that was cut short: its new end is scheduled
@@ -250,6 +290,8 @@ class Instance:
         assert ph is not None
         if not ph.cut and ph.limit is None:
             ph.limit = self.core.phase_limit(ph.step)
+            if ph.recv_at is not None and ph.limit > ph.recv_at + 1:
+                ph.limit = ph.recv_at + 1
         if not ph.cut and len(ph.ends) < ph.limit:  # type: ignore[operator]
             self._extend()  # nothing new for this instance: the phase goes on
             return
@@ -258,6 +300,8 @@ class Instance:
             self.core.finish(ph.step, ph.ends[0])
         else:
             self.core.finish_streak(ph.step, ph.ends, self.want_times)
+        if not self._recv.always and self._recv.advance(len(ph.ends), not ph.step.pure_decode):
+            self._take_in()
         self.busy = False
         self._phase = None
         self._start()

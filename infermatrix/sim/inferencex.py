@@ -44,16 +44,20 @@ PROMPTS_PER_CONCURRENCY = 10  # its --num-prompts is ten times --max-concurrency
 _VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?[0-9a-z.]*?)(?:-|$)")
 
 
-def _knobs(engine: str, hardware: str) -> dict[str, Any]:
+def _knobs(engine: str, hardware: str, conc: int, attention_dp: bool) -> dict[str, Any]:
     """The server settings InferenceX's launch scripts share per engine: no prefix caching
     (``--disable-radix-cache``, ``--no-enable-prefix-caching``; random prompts share nothing
     anyway), an FP8 KV cache where its scripts set one (SGLang on AMD and Blackwell,
-    TensorRT-LLM everywhere) and TensorRT-LLM's ``stream_interval: 10``."""
+    TensorRT-LLM everywhere), TensorRT-LLM's ``stream_interval: 10``, and the B200 and B300
+    SGLang scripts' ``--scheduler-recv-interval``: 10 below concurrency 16, 30 from it, 1 under
+    attention DP (``benchmarks/single_node/fixed_seq_len/dsr1_*_b200.sh``, ``*_b300.sh``)."""
     knobs: dict[str, Any] = {"prefix_caching": False}
     if engine == "trtllm":
         knobs.update(kv_dtype="fp8", stream_interval=10)
     elif engine == "sglang" and (hardware in AMD or hardware in BLACKWELL):
         knobs["kv_dtype"] = "fp8"
+    if engine == "sglang" and hardware in ("B200", "B300") and not attention_dp:
+        knobs["recv_interval"] = 30 if conc >= 16 else 10
     return knobs
 
 
@@ -84,11 +88,11 @@ def _rows_of(rec: dict[str, Any], *, ttft: bool) -> list[PublishedRow]:
         parallel["ep"] = ep
     if rec.get("decode_dp_attention"):
         parallel.update(dp=tp, attention_dp=True)
-    knobs = _knobs(engine, hardware)
+    isl, osl, conc = int(rec["isl"]), int(rec["osl"]), int(rec["conc"])
+    knobs = _knobs(engine, hardware, conc, bool(rec.get("decode_dp_attention")))
     spec = str(rec.get("spec_method") or "none")
     if spec != "none":  # InferenceX's MTP runs draft three tokens
         knobs.update(spec_method=spec, spec_draft_tokens=3)
-    isl, osl, conc = int(rec["isl"]), int(rec["osl"]), int(rec["conc"])
     version = _VERSION.search(str(rec.get("image") or ""))
     mean = (1 + RANGE_RATIO) / 2  # the lengths' mean over their nominal value
     base: dict[str, Any] = {

@@ -115,6 +115,9 @@ class StepModel:
         else:
             p_attn = 2 * h * heads * head_dim + 2 * h * cfg.kv_heads * head_dim  # q, o; k, v
         self.experts = cfg.moe_experts if cfg.moe_experts > cfg.moe_active_experts else 0
+        if mla and self.experts:  # a DeepSeek layer launches several times a dense one's kernels
+            heavy = row("eager_dispatch_mla_moe")
+            self.eager_layer_s = max(self.eager_layer_s, heavy.floor_us * US)
         self.miss = 1.0
         self.k = cfg.moe_active_experts
         p_expert = cfg.expert_params / self.experts / L if self.experts else 0.0

@@ -33,7 +33,7 @@ Share = Annotated[float, Field(gt=0, le=1)]
 Micros = Annotated[float, Field(ge=0, le=1e6)]
 Source = Annotated[str, Field(min_length=3)]
 Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
-             "sampling", "eager_dispatch"]
+             "sampling", "eager_dispatch", "eager_dispatch_mla_moe"]
 EngineName = Literal["vllm", "sglang", "trtllm"]
 
 
@@ -264,7 +264,7 @@ def _at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
 def _tuning_row(op: str, t: Tuning) -> OperatorRow:
     """tuning.py's roofline constants as an operator row (hardware the tables do not cover)."""
     floor = t.per_layer_overhead_s * 1e6
-    if op == "eager_dispatch":  # no measurement: no penalty for running without graphs
+    if op.startswith("eager_dispatch"):  # no measurement: no penalty for running without graphs
         floor = 0.0
     moe = op == "grouped_gemm"
     return OperatorRow(
