@@ -252,36 +252,39 @@ class Instance:
         self._version += 1
         self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
 
+    def _running_step(self, ph: Phase) -> int:
+        """The index in ``ph`` of the step running now."""
+        return bisect.bisect_left(ph.ends, self.kernel.now)
+
+    def _end_after(self, ph: Phase, last: int) -> None:
+        """End ``ph`` with its step ``last``, if that many steps are computed (otherwise its
+        limit stops it there)."""
+        if last >= len(ph.ends) - 1:
+            return
+        del ph.ends[last + 1:]
+        self._version += 1
+        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
+
     def _cut_phase(self) -> None:
         """New work arrived during a phase: end it with the step now running, as stepping
         one at a time would have admitted the newcomer at that step's end."""
         ph = self._phase
         assert ph is not None
         ph.cut = True
-        j = bisect.bisect_left(ph.ends, self.kernel.now)
-        if j >= len(ph.ends) - 1:
-            return
-        del ph.ends[j + 1:]
-        self._version += 1
-        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
+        self._end_after(ph, self._running_step(ph))
 
     def _end_at_receive(self) -> None:
         """A request is held back during a phase: end the phase with the step after which the
         scheduler next takes requests in (the one now running at the earliest)."""
         ph = self._phase
         assert ph is not None
-        j = bisect.bisect_left(ph.ends, self.kernel.now)
-        k = self._recv.first_receive(not ph.step.pure_decode, j)
+        k = self._recv.first_receive(not ph.step.pure_decode, self._running_step(ph))
         if ph.recv_at is not None and ph.recv_at <= k:
             return
         ph.recv_at = k
         if ph.limit is not None and ph.limit > k + 1:
             ph.limit = k + 1
-        if k >= len(ph.ends) - 1:
-            return  # not computed that far yet: the limit stops the phase there
-        del ph.ends[k + 1:]
-        self._version += 1
-        self.kernel.call_at(ph.ends[-1], self._checkpoint, self._version)
+        self._end_after(ph, k)
 
     def _checkpoint(self, version: int) -> None:
         if version != self._version:

@@ -86,10 +86,11 @@ def _rows_of(rec: dict[str, Any], *, ttft: bool) -> list[PublishedRow]:
     parallel: dict[str, Any] = {"tp": tp}
     if ep > 1:
         parallel["ep"] = ep
-    if rec.get("decode_dp_attention"):
+    dpa = bool(rec.get("decode_dp_attention"))
+    if dpa:
         parallel.update(dp=tp, attention_dp=True)
     isl, osl, conc = int(rec["isl"]), int(rec["osl"]), int(rec["conc"])
-    knobs = _knobs(engine, hardware, conc, bool(rec.get("decode_dp_attention")))
+    knobs = _knobs(engine, hardware, conc, dpa)
     spec = str(rec.get("spec_method") or "none")
     if spec != "none":  # InferenceX's MTP runs draft three tokens
         knobs.update(spec_method=spec, spec_draft_tokens=3)
@@ -106,7 +107,7 @@ def _rows_of(rec: dict[str, Any], *, ttft: bool) -> list[PublishedRow]:
     if version:
         base["engine_version"] = version.group(1)
     tag = (f"ifx-{rec['model']}-{rec['hardware']}-{rec['precision']}-{rec['framework']}-tp{tp}"
-           f"ep{ep}{'dpa' if parallel.get('attention_dp') else ''}"
+           f"ep{ep}{'dpa' if dpa else ''}"
            f"{'' if spec == 'none' else '-' + spec}-{isl}-{osl}-c{conc}-{rec.get('date', '')}")
     metrics = rec["metrics"]
     wanted = [("tpot", "median_tpot")]
