@@ -6,15 +6,22 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+from ..catalog.loader import Catalog
 from ..results.agentic import AgenticRecord
 from ..results.collect import CollectSummary, collect
 from ..results.export import write_records_csv, write_records_jsonl, write_text_atomic
 from ..results.pareto import VIEWS, frontiers, latest_per_config
 from ..results.records import Record, run_order
+from . import catalog_page
 from .agentic import write_agentic_page
-from .dashboard import write_dashboard
+from .catalog_html import PAGE as CATALOG_PAGE
+from .catalog_html import write_catalog_page
+from .catalog_page import Benchmarks
+from .dashboard import launch_from_catalog, write_dashboard
 from .summary import job_summary
 
 Key = tuple[str, str, int]
@@ -79,14 +86,53 @@ def _placeholder_png(path: Path, text: str) -> Path:
     return path
 
 
+@lru_cache(maxsize=4)
+def _load_catalog(root: Path) -> Catalog:
+    from ..catalog.loader import load_catalog
+
+    return load_catalog(root)  # seconds: once per process and root
+
+
+def default_catalog(root: Path | None = None,
+                    benchmarks_of: Callable[[Catalog], Benchmarks] | None = None) -> dict[str, Any]:
+    """The catalog page's data (``catalog_page.catalog_data``) of ``root`` or this checkout's
+    catalog (``catalog.loader.default_root``); benchmark commands only with ``benchmarks_of``
+    (they need the client, which only the commands layer joins in). Empty where no catalog
+    loads: then every recipe gets a stub entry."""
+    from ..catalog.loader import default_root
+    from ..catalog.yamlsrc import CatalogError
+    from ..engines.flags import RenderError
+
+    try:
+        cat = _load_catalog((root or default_root()).resolve())
+        return catalog_page.catalog_data(cat, benchmarks_of(cat) if benchmarks_of else None)
+    except (CatalogError, RenderError, OSError):
+        return {"count": 0, "models": []}
+
+
+def _pages(agentic: bool, catalog: str) -> dict[str, str]:
+    """The header links every page of a report carries (label → page)."""
+    pages = {"dashboard": "index.html"}
+    if agentic:
+        pages["agentic capacity"] = "agentic.html"
+    if catalog == CATALOG_PAGE:
+        pages["catalog"] = CATALOG_PAGE
+    return pages
+
+
 def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, bytes] | None = None,
                  collect_summary: CollectSummary | None = None, title: str = "infermatrix results",
-                 catalog: str = "catalog.html", launch: Mapping[str, list[dict[str, str]]] | None = None,
+                 catalog: str = CATALOG_PAGE, launch: Mapping[str, list[dict[str, str]]] | None = None,
+                 catalog_data: Mapping[str, Any] | None = None,
                  plots: bool = True,
                  agentic: Sequence[AgenticRecord] | None = None,
                  accuracy_md: str = "") -> dict[str, Path]:
     """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
 
+    ``catalog``: where recipe links point; the default, ``catalog.html``, is written here from
+    ``catalog_data`` (``catalog_page.catalog_data``; default: ``default_catalog()``), with an
+    entry for every recipe the results name, and gives the launch commands the dashboard's
+    detail panel shows unless ``launch`` is given.
     ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
     capacity" tab and ``agentic.html`` (the same table as a static page) is written.
     ``accuracy_md``: the accuracy gate's section (evals' ``apply_gate``), ending the summary.
@@ -114,14 +160,21 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     outputs["frontiers"] = write_text_atomic(out_dir / "frontiers.json",
                                              json.dumps(_frontiers_json(current), indent=1) + "\n")
     links = raw_links(records, out_dir, raw or {})
+    nav = _pages(bool(agentic), catalog)
+    if catalog == CATALOG_PAGE:
+        data = catalog_data if catalog_data is not None else default_catalog()
+        named = {r.recipe for r in records} | {a.recipe for a in agentic or ()}
+        outputs["catalog"] = write_catalog_page(data, out_dir / CATALOG_PAGE, named,
+                                                title=f"{title} · catalog", nav=nav)
+        launch = launch if launch is not None else launch_from_catalog(data)
     page = None
     if agentic:
         outputs["agentic"] = write_agentic_page(agentic, out_dir / "agentic.html",
-                                                title=f"{title} · agentic capacity")
+                                                title=f"{title} · agentic capacity", nav=nav)
         page = "agentic.html"
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
                                            catalog=catalog, launch=launch, agentic=agentic,
-                                           agentic_page=page)
+                                           agentic_page=page, nav=nav)
     summary = job_summary(records, collect_summary, agentic=agentic or ())
     if accuracy_md:
         summary += "\n" + accuracy_md
@@ -129,8 +182,8 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     return outputs
 
 
-def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = None
-                     ) -> dict[str, Path]:
+def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = None,
+                     catalog_data: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Collect one run directory and write its report into it (used by ``infermatrix sweep``);
     capacity documents in it add the agentic tab and ``agentic.html``; ``gate`` (the accuracy
     gate over the run's evals, from the caller, as ``report`` does not import ``evals``) marks
@@ -140,4 +193,4 @@ def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = N
     records, accuracy_md = gate(result.records) if gate is not None else (result.records, "")
     return build_report(records, run_dir, collect_summary=result.summary,
                         title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic,
-                        accuracy_md=accuracy_md)
+                        accuracy_md=accuracy_md, catalog_data=catalog_data)

@@ -21,12 +21,16 @@ from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
 from ..results.pareto import AXES
 from ..results.records import Record, run_order
+from . import simulated
 from .agentic import NOTE
 from .dashboard_assets import CSS, JS
+from .page import header_html
+from .simulated import SimMark
 from .style import KNOWN_ENGINES, PALETTE
 
 TEXT_COLUMNS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "engine_version",
-                "precision", "mode", "topology", "workload", "runner", "status", "started_at")
+                "precision", "mode", "topology", "workload", "runner", "status", "started_at",
+                "launcher")
 NUMBER_COLUMNS = ("concurrency", "gpus_total", "gpus_prefill", "gpus_decode", "isl", "osl",
                   "output_tput_per_gpu", "total_tput_per_gpu", "input_tput_per_gpu",
                   "interactivity", "e2e_interactivity", "median_ttft_ms", "p99_ttft_ms",
@@ -81,16 +85,27 @@ def encode_agentic(records: Sequence[AgenticRecord]) -> dict[str, Any]:
             "rows": _rounded(capacity_rows(records))}
 
 
+def launch_from_catalog(data: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """Recipe id → its processes' launch commands, from ``catalog_page.catalog_data``'s data."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for model in data["models"]:
+        for entry in model["configurations"]:
+            out[str(entry["id"])] = [{"name": str(p.get("name", "")), "role": str(p.get("role", "")),
+                                      "command": str(p["command"])} for p in entry["processes"]]
+    return out
+
+
 def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
     """Recipe id → its processes' launch commands, from `infermatrix catalog --json`'s file."""
+    return launch_from_catalog(read_catalog_json(path))
+
+
+def read_catalog_json(path: Path) -> dict[str, Any]:
+    """`infermatrix catalog --json`'s file, checked enough to give launch commands."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        out: dict[str, list[dict[str, str]]] = {}
-        for model in data["models"]:
-            for entry in model["configurations"]:
-                out[str(entry["id"])] = [{"name": str(p.get("name", "")), "role": str(p.get("role", "")),
-                                          "command": str(p["command"])} for p in entry["processes"]]
-        return out
+        launch_from_catalog(data)
+        return data
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the catalog JSON ({exc.strerror})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -127,20 +142,14 @@ def simulated_runs(records: Sequence[Record]) -> list[str]:
     return sorted({r.run_id for r in records if r.simulated})
 
 
-def _simulated_badge(records: int, simulated: int) -> str:
-    """The header's warning that some levels were simulated, not measured."""
-    if not simulated:
-        return ""
-    what = "all levels" if simulated == records else f"{simulated:,} of {records:,} levels"
-    return (f' <span class="badge sim" id="sim-badge" title="simulated engine in virtual time: '
-            f'no hardware measured these">simulated: {what}</span>')
-
-
 def _select(name: str, label: str) -> str:
     return f'<label>{label}<select id="{name}"></select></label>'
 
 
-def render_html(data: dict[str, Any]) -> str:
+def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
+                nav: Mapping[str, str] | None = None) -> str:
+    """``mark``: the simulated results among all the page holds (levels and capacity searches):
+    the header's badge and the banner; ``nav``: the report's other pages (label → link)."""
     # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or "<!--"
     # can end or confuse the script element.
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
@@ -151,6 +160,11 @@ def render_html(data: dict[str, Any]) -> str:
                 if agentic else "")
     tab = '<button data-view="agentic">Agentic capacity</button>' if agentic else ""
     view = _agentic_view(data.get("agentic_page")) if agentic else ""
+    meta = (f'{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · '
+            f'generated {html.escape(data["generated_at"])}')
+    buttons = ('<button data-view="chart">Chart</button><button data-view="table">Table</button>'
+               f'<button data-view="compare">Compare runs</button>{tab}')
+    links = {k: v for k, v in (nav or {}).items() if v != "index.html"}
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -160,14 +174,7 @@ def render_html(data: dict[str, Any]) -> str:
 <style>{CSS}</style>
 </head>
 <body>
-<header>
-  <h1>{title}</h1>
-  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · generated {html.escape(data["generated_at"])}{_simulated_badge(data["count"], data["simulated_levels"])}</span>
-  <nav>
-    <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
-    <button id="theme" title="switch light / dark">◐ theme</button>
-  </nav>
-</header>
+{header_html(title=data["title"], meta=meta, nav=links, mark=mark, buttons=buttons)}
 <section id="filters">
   {_select("f-run", "run")}{filters}
   <label class="inline"><span>failed levels</span><input type="checkbox" id="f-failed"></label>
@@ -224,12 +231,14 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
                     *, title: str = "infermatrix results", catalog: str = "catalog.html",
                     launch: Mapping[str, list[dict[str, str]]] | None = None,
                     agentic: Sequence[AgenticRecord] | None = None,
-                    agentic_page: str | None = None) -> Path:
+                    agentic_page: str | None = None, nav: Mapping[str, str] | None = None) -> Path:
     """``agentic``: capacity-search records for the "Agentic capacity" tab (none: no tab);
-    ``agentic_page``: a link to the static page of the same table, relative to ``path``."""
+    ``agentic_page``: a link to the static page of the same table, relative to ``path``;
+    ``nav``: the report's pages (label → link) for the header."""
     data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
                    agentic=agentic, agentic_page=agentic_page)
-    return write_text_atomic(path, render_html(data))
+    mark = simulated.of(records, agentic or ())
+    return write_text_atomic(path, render_html(data, mark=mark, nav=nav))
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:

@@ -80,6 +80,14 @@ table.levels td.bad { font-weight:400; }
 .sim-note { color:var(--sim); font-weight:600; margin:.2rem 0 .5rem; }
 .sim-note[hidden] { display:none; }
 :root { --sim:#d1242f; } :root[data-theme="dark"] { --sim:#f85149; }
+.sim-banner { background:var(--sim); color:#fff; font-weight:600; padding:.35rem 1rem; font-size:.9rem; }
+/* links between the report's pages, and the catalog page */
+nav a.page-link { align-self:center; padding:.3rem .5rem; font-size:.85rem; }
+section.entry { border-top:1px solid var(--grid); padding:.3rem 0 .6rem; }
+section.entry h3 { font-size:.95rem; margin:.5rem 0 .3rem; } section.entry h4 { font-size:.85rem; margin:.5rem 0 .2rem; }
+table.facts { border-collapse:collapse; font-size:.82rem; } table.facts td { padding:0 .8rem 0 0; vertical-align:top; }
+table.facts td:first-child { color:var(--muted); white-space:nowrap; }
+.proc, .bench { margin:.3rem 0; font-size:.85rem; } ul.toc { columns:2; font-size:.85rem; }
 """
 
 THEME_JS = r"""
@@ -285,7 +293,9 @@ function markSimulated(ctx, pts, m, pw, size) {
   const sim = pts.filter((p) => p.r.simulated), colour = cssVar("--sim"), note = $("sim-note");
   $("chart").dataset.simulated = String(sim.length);
   note.hidden = !sim.length;
-  const from = " from the simulated engine in virtual time, not from hardware.";
+  const virt = sim.filter((p) => p.r.launcher === "virtual").length;  // played on the simulator's clock, no server
+  const clock = virt === sim.length ? "in virtual time" : virt === 0 ? "in real time" : "in virtual time (" + virt + ") and in real time (" + (sim.length - virt) + ")";
+  const from = " from the simulated engine " + clock + ", not from hardware.";
   note.textContent = !sim.length ? "" : sim.length === pts.length ? "Simulated: every point shown comes" + from
     : "Partly simulated: " + sim.length.toLocaleString("en-US") + " of the " + pts.length.toLocaleString("en-US") + " points shown (ringed) come" + from;
   if (!sim.length) return;
@@ -321,7 +331,7 @@ function tipHtml(r) {
     [AX[state.y].label, fmt(val(r, state.y))], [AX[state.x].label, fmt(val(r, state.x))],
     ["median TTFT", fmt(r.median_ttft_ms) + " ms"], ["median TPOT", fmt(r.median_tpot_ms) + " ms"],
     ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)],
-    ["source", r.simulated ? '<span class="badge sim">simulated</span> engine in virtual time, not hardware' : "measured"]];
+    ["source", r.simulated ? '<span class="badge sim">simulated</span> engine in ' + (r.launcher === "virtual" ? "virtual" : "real") + " time, not hardware" : "measured"]];
   const links = '<a href="' + esc(catalogHref(r)) + '">catalog entry (launch command)</a>' + (r.raw ? ' · <a href="' + esc(r.raw) + '">raw JSON</a>' : "");
   return "<table>" + rowsHtml.map((x) => "<tr><td>" + x[0] + "</td><td>" + x[1] + "</td></tr>").join("") + "</table><div>" + links + "</div>";
 }

@@ -25,6 +25,7 @@ from ..cpus import usable_cpus  # noqa: E402
 from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E402
 from ..results.records import Record  # noqa: E402
 from ..workers import fork_pool  # noqa: E402
+from . import simulated  # noqa: E402
 from .style import THEMES, Theme, colours, markers  # noqa: E402
 
 SIMULATED_COLOUR = "#d1242f"
@@ -48,13 +49,10 @@ def _style_axes(ax: plt.Axes, theme: Theme) -> None:
 
 
 def simulated_mark(records: Sequence[Record]) -> str | None:
-    """The words that mark a figure of ``records`` as simulated, or None (all measured)."""
-    sim = sum(1 for r in records if r.simulated)
-    if not sim:
-        return None
-    if sim == len(records):
-        return "SIMULATED: not measured on hardware"
-    return f"PARTLY SIMULATED: {sim} of {len(records)} points not measured on hardware"
+    """The words that mark a figure of ``records`` as simulated, or None (all measured): the
+    pages' badge (``simulated.SimMark``), so a PNG says what the page says."""
+    mark = simulated.of(records)
+    return None if mark is None else mark.stamp
 
 
 def _stamp(fig: Figure, mark: str) -> None:

@@ -8,6 +8,7 @@ from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
 from ..results.pareto import best_at, frontiers, usable
 from ..results.records import Record, order_runs
+from . import simulated
 from .agentic import fmt, groups
 
 DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
@@ -43,14 +44,14 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
 
 def title_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:
     """The summary's first line: simulated results say so before anything else."""
-    every = [r.simulated for r in records] + [a.simulated for a in agentic]
-    sim = sum(every)
-    if not sim:
+    m = simulated.of(records, agentic)
+    if m is None:
         return "## infermatrix results"
-    if sim == len(every):
-        return "## infermatrix results · SIMULATED: simulated engine, not measured on hardware"
-    return (f"## infermatrix results · PARTLY SIMULATED: {sim} of {len(every)} results from the "
-            "simulated engine, not measured on hardware")
+    if m.every:
+        return (f"## infermatrix results · SIMULATED: simulated engine {m.clock}, not measured on "
+                "hardware")
+    return (f"## infermatrix results · PARTLY SIMULATED: {m.simulated} of {m.total} results from "
+            f"the simulated engine {m.clock}, not measured on hardware")
 
 
 def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:

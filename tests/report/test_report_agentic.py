@@ -245,6 +245,18 @@ def _embedded(index: Path) -> dict:
     return json.loads(blob.group(1))
 
 
+def write_searches(root: Path, configs: list[dict[str, Any]], **identity: Any) -> Path:
+    """Each search's capacity document in its capacity job's folder under ``root``; ``identity``
+    overrides fields of its ``infermatrix`` block."""
+    for c in configs:
+        job_dir = root / c["run"] / "jobs" / c["recipe"].replace("/", ".")
+        job_dir.mkdir(parents=True)
+        doc = document(c)
+        doc["infermatrix"].update(identity)
+        (job_dir / "capacity.json").write_text(json.dumps(doc))
+    return root
+
+
 def history(root: Path) -> Path:
     """A store with two bench runs of DeepSeek R1 and the capacity searches above, collected
     from run folders (each search's document in its capacity job's folder)."""
@@ -256,11 +268,7 @@ def history(root: Path) -> Path:
         ):
             write_job(root / "runs" / run, job)
         collect([root / "runs" / run], store=store)
-    for c in [EARLIER, *LATEST]:
-        job_dir = root / "searches" / c["run"] / "jobs" / c["recipe"].replace("/", ".")
-        job_dir.mkdir(parents=True)
-        (job_dir / "capacity.json").write_text(json.dumps(document(c)))
-    collect([root / "searches"], store=store)
+    collect([write_searches(root / "searches", [EARLIER, *LATEST])], store=store)
     with Store(store) as db:
         assert db.agentic() == sorted(records(), key=lambda r: r.key)
     return store
