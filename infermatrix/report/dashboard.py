@@ -26,7 +26,7 @@ from .agentic import NOTE
 from .dashboard_assets import CSS, JS
 from .page import header_html
 from .simulated import SimMark
-from .style import KNOWN_ENGINES, PALETTE
+from .style import DASHES, DECADE, KNOWN_ENGINES, LOG_METRICS, PALETTE, PER_GPU, colours, markers
 
 TEXT_COLUMNS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "engine_version",
                 "precision", "mode", "topology", "workload", "runner", "status", "started_at",
@@ -126,6 +126,9 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         extra = {"agentic": encode_agentic(agentic), "agentic_page": agentic_page}
     return {
         "schema_version": 1, "title": title,
+        "hw_colours": colours(r.hardware for r in records),
+        "engine_markers": markers(r.engine for r in records), "dashes": DASHES,
+        "per_gpu": PER_GPU, "log_metrics": list(LOG_METRICS), "decade": DECADE,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "catalog": catalog, "runs": run_order(records), "engines": engines, "palette": PALETTE,
         "axes": axes, "y_metrics": list(Y_METRICS), "x_metrics": list(X_METRICS),
@@ -184,14 +187,16 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
     <div class="controls">
       {_select("c-y", "y axis")}{_select("c-x", "x axis")}
       <label class="inline"><input type="checkbox" id="c-logx"> log x</label>
-      <label class="inline"><input type="checkbox" id="c-series" checked> frontier per hardware × engine</label>
+      <label class="inline"><input type="checkbox" id="c-logy"> log y</label>
+      <label class="inline"><input type="checkbox" id="c-series" checked> frontier per configuration</label>
       <span id="count" class="muted"></span>
     </div>
     <p id="sim-note" class="sim-note" hidden></p>
+    <p id="pergpu-note" class="muted" hidden></p>
     <div id="chart-wrap"><canvas id="chart" aria-label="throughput per GPU against interactivity"></canvas><div id="tip" hidden></div></div>
     <div id="legend"></div>
     <section id="detail" hidden></section>
-    <p class="muted">Hover a point for its configuration; click to pin it and follow its links. The wide band marks the Pareto frontier over everything shown, each thin coloured line the frontier of one hardware × engine.</p>
+    <p class="muted">Hover a point for its configuration; click to pin it and follow its links. The wide band marks the Pareto frontier over everything shown, each thin line the frontier of one configuration: colour = hardware, marker = engine, line style = recipe × parallelism within a hardware × engine, hollow markers = disaggregated.</p>
     <h2>Best configuration at a given interactivity</h2>
     <div class="controls"><label>tok/s/user thresholds<input id="c-best" value="10,20,50,100"></label></div>
     <div class="scroll"><table class="data" id="best"></table></div>

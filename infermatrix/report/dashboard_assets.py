@@ -131,11 +131,15 @@ function badgeSimulatedRuns(sel) {  // a run with simulated levels says so in th
 }
 const runs = DATA.runs;  // oldest first
 const uniq = (k) => Array.from(new Set(rows.map((r) => r[k]).filter((v) => v !== null))).sort();
-const hwColour = {}; uniq("hardware").forEach((h, i) => { hwColour[h] = PALETTE[i % PALETTE.length]; });
-const engShape = {}; DATA.engines.forEach((e, i) => { engShape[e] = SHAPES[i % SHAPES.length]; });
+// fixed per name (report/style.py), whatever else the page holds
+const hwColour = DATA.hw_colours, engShape = DATA.engine_markers, DASHES = DATA.dashes;
+// a configuration: one series (frontier line); its dashes tell configurations of one hardware ×
+// engine apart (recipe × parallelism), hollow markers mark disaggregated ones
+const seriesKey = (r) => [r.hardware, r.engine, r.recipe, r.topology].join("\u0000");
+const seriesLabel = (r) => (r.model && r.recipe.startsWith(r.model + "/") ? r.recipe.slice(r.model.length + 1) : r.recipe) + (r.topology ? " · " + r.topology : "");
 
 const state = { view: "chart", run: runs.length ? runs[runs.length - 1] : "__all__", failed: false,
-  y: "output_tput_per_gpu", x: "interactivity", logx: false, series: true, page: 0,
+  y: "output_tput_per_gpu", x: "interactivity", logx: false, logy: false, series: true, page: 0,
   sort: { key: "output_tput_per_gpu", dir: -1 }, pinned: null, f: {} };
 FILTERS.forEach((k) => { state.f[k] = "__all__"; });
 // A frontier compares like with like: open on the most measured model, then its most measured workload.
@@ -194,7 +198,8 @@ function setupControls() {
   $("f-failed").addEventListener("change", (e) => { state.failed = e.target.checked; render(); });
   const metricOpts = (sel, list, cur) => { sel.textContent = ""; list.forEach((m) => sel.appendChild(option(m, AX[m].label, m === cur))); };
   metricOpts($("c-y"), DATA.y_metrics, state.y); metricOpts($("c-x"), DATA.x_metrics, state.x);
-  $("c-y").addEventListener("change", (e) => { state.y = e.target.value; render(); });
+  $("c-y").addEventListener("change", (e) => { state.y = e.target.value; autoLogY(); render(); });
+  $("c-logy").addEventListener("change", (e) => { state.logy = e.target.checked; render(); });
   $("c-x").addEventListener("change", (e) => { state.x = e.target.value; render(); });
   $("c-logx").addEventListener("change", (e) => { state.logx = e.target.checked; render(); });
   $("c-series").addEventListener("change", (e) => { state.series = e.target.checked; render(); });
@@ -202,7 +207,7 @@ function setupControls() {
   document.querySelectorAll("nav button[data-view]").forEach((b) => b.addEventListener("click", () => {
     state.view = b.dataset.view; render(); }));
   const cmpBase = $("cmp-base"), cmpNew = $("cmp-new");
-  fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);
+  fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);  // one run: renderCompare says so
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
   badgeSimulatedRuns(cmpBase); badgeSimulatedRuns(cmpNew);
   [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
@@ -217,14 +222,22 @@ function niceTicks(lo, hi, n) {
   const out = []; for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
   return out;
 }
-function drawShape(ctx, shape, x, y, s) {
+// cost and energy blow up at low load: log y when the values shown span more than a decade
+function autoLogY() {
+  const v = filtered().map((r) => val(r, state.y)).filter((x) => x !== null);
+  const pos = v.filter((x) => x > 0);
+  state.logy = DATA.log_metrics.indexOf(state.y) >= 0 && pos.length === v.length && pos.length > 1
+    && Math.max.apply(null, pos) / Math.min.apply(null, pos) > DATA.decade;
+  $("c-logy").checked = state.logy;
+}
+function drawShape(ctx, shape, x, y, s, hollow) {
   ctx.beginPath();
   if (shape === "s") ctx.rect(x - s, y - s, 2 * s, 2 * s);
   else if (shape === "^") { ctx.moveTo(x, y - s * 1.2); ctx.lineTo(x + s * 1.1, y + s * 0.9); ctx.lineTo(x - s * 1.1, y + s * 0.9); ctx.closePath(); }
   else if (shape === "v") { ctx.moveTo(x, y + s * 1.2); ctx.lineTo(x + s * 1.1, y - s * 0.9); ctx.lineTo(x - s * 1.1, y - s * 0.9); ctx.closePath(); }
   else if (shape === "D") { ctx.moveTo(x, y - s * 1.3); ctx.lineTo(x + s * 1.1, y); ctx.lineTo(x, y + s * 1.3); ctx.lineTo(x - s * 1.1, y); ctx.closePath(); }
   else ctx.arc(x, y, s, 0, 2 * Math.PI);
-  ctx.fill();
+  if (hollow) { ctx.strokeStyle = ctx.fillStyle; ctx.lineWidth = 1.2; ctx.stroke(); } else ctx.fill();
 }
 function renderChart(data) {
   const canvas = $("chart"), wrap = $("chart-wrap"), dpr = window.devicePixelRatio || 1;
@@ -233,37 +246,40 @@ function renderChart(data) {
   const ctx = canvas.getContext("2d"); ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   const fg = cssVar("--fg"), muted = cssVar("--muted"), gridc = cssVar("--grid");
   ctx.fillStyle = cssVar("--bg"); ctx.fillRect(0, 0, W, H);
-  const logx = state.logx;
+  const logx = state.logx, logy = state.logy;
   const pts = [];
   for (const r of data) {
     const x = val(r, state.x), y = val(r, state.y);
-    if (x === null || y === null || (logx && x <= 0)) continue;
+    if (x === null || y === null || (logx && x <= 0) || (logy && y <= 0)) continue;
     pts.push({ x: x, y: y, r: r });
   }
   chart.pts = pts;
   canvas.dataset.points = String(pts.length);
   $("count").textContent = pts.length.toLocaleString("en-US") + " points";
   const m = { l: 70, r: 16, t: 14, b: 46 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
-  if (!pts.length) { ctx.fillStyle = muted; ctx.font = "14px system-ui"; ctx.fillText("No points match the filters.", m.l + 10, m.t + 30); chart.grid = null; renderLegend([]); return; }
-  const tx = (v) => logx ? Math.log10(v) : v;
-  let x0 = Infinity, x1 = -Infinity, y0 = 0, y1 = -Infinity;
-  for (const p of pts) { const xv = tx(p.x); if (xv < x0) x0 = xv; if (xv > x1) x1 = xv; if (p.y > y1) y1 = p.y; if (p.y < y0) y0 = p.y; }
-  const xmin = x0, padx = (x1 - x0) * 0.04 || 1; x0 -= padx; x1 += padx; y1 = y1 * 1.06 || 1;
+  if (!pts.length) { ctx.fillStyle = muted; ctx.font = "14px system-ui"; ctx.fillText("No points match the filters.", m.l + 10, m.t + 30); chart.grid = null; renderLegend(null, {}); perGpuNote([]); return; }
+  const tx = (v) => logx ? Math.log10(v) : v, ty = (v) => logy ? Math.log10(v) : v;
+  let x0 = Infinity, x1 = -Infinity, y0 = logy ? Infinity : 0, y1 = -Infinity;
+  for (const p of pts) { const xv = tx(p.x), yv = ty(p.y); if (xv < x0) x0 = xv; if (xv > x1) x1 = xv; if (yv > y1) y1 = yv; if (yv < y0) y0 = yv; }
+  const xmin = x0, padx = (x1 - x0) * 0.04 || 1; x0 -= padx; x1 += padx;
+  if (logy) { const pady = (y1 - y0) * 0.05 || 0.5; y0 -= pady; y1 += pady; } else y1 = y1 * 1.06 || 1;
   if (!logx && x0 < 0 && xmin >= 0) x0 = 0;
-  const toX = (v) => m.l + (tx(v) - x0) / (x1 - x0) * pw, toY = (v) => m.t + ph - (v - y0) / (y1 - y0) * ph;
+  const toX = (v) => m.l + (tx(v) - x0) / (x1 - x0) * pw, toY = (v) => m.t + ph - (ty(v) - y0) / (y1 - y0) * ph;
   chart.toX = toX; chart.toY = toY;
   ctx.strokeStyle = gridc; ctx.lineWidth = 1; ctx.fillStyle = muted; ctx.font = "11px system-ui";
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
-  for (const t of niceTicks(y0, y1, 6)) { const y = toY(t); ctx.beginPath(); ctx.moveTo(m.l, y); ctx.lineTo(m.l + pw, y); ctx.stroke(); ctx.fillText(fmt(t), m.l - 6, y); }
+  const yt = logy ? niceTicks(Math.floor(y0), Math.ceil(y1), 8).filter((t) => Number.isInteger(t)).map((t) => Math.pow(10, t)) : niceTicks(y0, y1, 6);
+  for (const t of yt) { const y = toY(t); if (y < m.t - 1 || y > m.t + ph + 1) continue; ctx.beginPath(); ctx.moveTo(m.l, y); ctx.lineTo(m.l + pw, y); ctx.stroke(); ctx.fillText(fmt(t), m.l - 6, y); }
   ctx.textAlign = "center"; ctx.textBaseline = "top";
   const xt = logx ? niceTicks(Math.floor(x0), Math.ceil(x1), 8).filter((t) => Number.isInteger(t)).map((t) => Math.pow(10, t)) : niceTicks(x0, x1, 8);
   for (const t of xt) { const x = toX(t); if (x < m.l - 1 || x > m.l + pw + 1) continue; ctx.beginPath(); ctx.moveTo(x, m.t); ctx.lineTo(x, m.t + ph); ctx.stroke(); ctx.fillText(fmt(t), x, m.t + ph + 6); }
   ctx.fillStyle = fg; ctx.font = "12px system-ui";
   ctx.fillText(AX[state.x].label + (logx ? " (log)" : ""), m.l + pw / 2, H - 18);
-  ctx.save(); ctx.translate(14, m.t + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle"; ctx.fillText(AX[state.y].label, 0, 0); ctx.restore();
+  ctx.save(); ctx.translate(14, m.t + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle"; ctx.fillText(AX[state.y].label + (logy ? " (log)" : ""), 0, 0); ctx.restore();
   // points, grouped by series so each style is set once
   const groups = new Map();
-  for (const p of pts) { const k = p.r.hardware + "\u0000" + p.r.engine; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(p); p.px = toX(p.x); p.py = toY(p.y); }
+  for (const p of pts) { const k = seriesKey(p.r); if (!groups.has(k)) groups.set(k, []); groups.get(k).push(p); p.px = toX(p.x); p.py = toY(p.y); }
+  const dash = seriesDashes(Array.from(groups.keys()));
   const size = pts.length > 5000 ? 2.2 : 3.6;
   const xh = AX[state.x].higher, yh = AX[state.y].higher;
   const path = (front) => { ctx.beginPath(); front.forEach((p, j) => { if (j) ctx.lineTo(p.px, p.py); else ctx.moveTo(p.px, p.py); }); ctx.stroke(); };
@@ -273,11 +289,12 @@ function renderChart(data) {
   ctx.strokeStyle = fg; ctx.globalAlpha = 0.22; ctx.lineWidth = 9; path(overall);
   ctx.globalAlpha = 0.9; ctx.lineWidth = 1.2; ctx.setLineDash([5, 4]); path(overall); ctx.setLineDash([]);
   ctx.globalAlpha = pts.length > 5000 ? 0.45 : 0.75;
-  for (const [k, g] of groups) { const [hw, eng] = k.split("\u0000"); ctx.fillStyle = hwColour[hw]; const sh = engShape[eng] || "o";
-    for (const p of g) drawShape(ctx, sh, p.px, p.py, size); }
+  for (const g of groups.values()) { const r = g[0].r, hollow = r.mode === "disaggregated"; ctx.fillStyle = hwColour[r.hardware]; const sh = engShape[r.engine] || "o";
+    for (const p of g) drawShape(ctx, sh, p.px, p.py, size, hollow); }
   ctx.globalAlpha = 1;
-  if (state.series) for (const [k, g] of groups) { const front = pareto(g, xh, yh), c = hwColour[k.split("\u0000")[0]], sh = engShape[k.split("\u0000")[1]] || "o";
-    ctx.strokeStyle = c; ctx.lineWidth = 1.4; path(front); ctx.fillStyle = c; front.forEach((p) => drawShape(ctx, sh, p.px, p.py, size + 1)); }
+  if (state.series) for (const [k, g] of groups) { const front = pareto(g, xh, yh), r = g[0].r, c = hwColour[r.hardware], sh = engShape[r.engine] || "o";
+    ctx.strokeStyle = c; ctx.lineWidth = 1.4; ctx.setLineDash(DASHES[dash[k]]); path(front); ctx.setLineDash([]); ctx.fillStyle = c;
+    front.forEach((p) => drawShape(ctx, sh, p.px, p.py, size + 1, r.mode === "disaggregated")); }
   ctx.fillStyle = fg; overall.forEach((p) => drawShape(ctx, engShape[p.r.engine] || "o", p.px, p.py, size + 2.2));
   ctx.fillStyle = cssVar("--bg"); overall.forEach((p) => drawShape(ctx, "o", p.px, p.py, 1.3));
   canvas.dataset.frontier = String(overall.length);
@@ -286,7 +303,20 @@ function renderChart(data) {
   const grid = new Map(), c = chart.cell;
   for (const p of pts) { const key = Math.floor(p.px / c) + "," + Math.floor(p.py / c); if (!grid.has(key)) grid.set(key, []); grid.get(key).push(p); }
   chart.grid = grid;
-  renderLegend(Array.from(groups.keys()));
+  renderLegend(groups, dash);
+  perGpuNote(pts);
+}
+// configurations of one hardware × engine get the dashes in turn (report/style.py dashes)
+function seriesDashes(keys) {
+  const out = {}, seen = {};
+  for (const k of keys.slice().sort()) { const he = k.split("\u0000").slice(0, 2).join("\u0000"); const n = seen[he] || 0; seen[he] = n + 1; out[k] = n % DASHES.length; }
+  return out;
+}
+// disaggregated per-GPU figures divide by one pool's GPUs: say so where they are shown
+function perGpuNote(pts) {
+  const note = $("pergpu-note"), basis = DATA.per_gpu[state.y], dis = pts.filter((p) => p.r.mode === "disaggregated").length;
+  note.hidden = !(basis && dis);
+  note.textContent = note.hidden ? "" : dis.toLocaleString("en-US") + " disaggregated point" + (dis === 1 ? "" : "s") + " (hollow markers): " + basis + "; aggregated points: per GPU of the deployment.";
 }
 // Simulated points get a ring, the plot a stamp and the page a note saying how many there are.
 function markSimulated(ctx, pts, m, pw, size) {
@@ -314,21 +344,25 @@ function nearest(mx, my) {
     for (const p of chart.grid.get(i + "," + j) || []) { const d = (p.px - mx) ** 2 + (p.py - my) ** 2; if (d < bd) { bd = d; best = p; } } }
   return best;
 }
-function renderLegend(keys) {
+function renderLegend(groups, dash) {
+  const keys = groups ? Array.from(groups.keys()) : [];
   const hws = Array.from(new Set(keys.map((k) => k.split("\u0000")[0]))).sort();
   const engs = Array.from(new Set(keys.map((k) => k.split("\u0000")[1]))).sort();
   const sym = (shape, colour) => { const s = { o: '<circle cx="6" cy="6" r="5"/>', s: '<rect x="1" y="1" width="10" height="10"/>', "^": '<path d="M6 0L12 11H0Z"/>', v: '<path d="M6 12L12 1H0Z"/>', D: '<path d="M6 0L12 6L6 12L0 6Z"/>' }[shape] || '<circle cx="6" cy="6" r="5"/>';
     return '<svg viewBox="0 0 12 12" fill="' + colour + '">' + s + "</svg>"; };
   $("legend").innerHTML = hws.map((h) => "<span>" + sym("o", hwColour[h]) + esc(h) + "</span>").join("")
     + engs.map((e) => "<span>" + sym(engShape[e] || "o", cssVar("--muted")) + esc(e) + "</span>").join("")
-    + '<span><svg viewBox="0 0 12 12"><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-opacity=".35" stroke-width="6"/><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-width="1.2" stroke-dasharray="3 2"/></svg>frontier (all)</span>';
+    + '<span><svg viewBox="0 0 12 12"><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-opacity=".35" stroke-width="6"/><path d="M0 6H12" stroke="' + cssVar("--fg") + '" stroke-width="1.2" stroke-dasharray="3 2"/></svg>frontier (all)</span>'
+    + (keys.length <= 24 ? keys.sort().map((k) => { const r = groups.get(k)[0].r, d = DASHES[dash[k]].map((v) => v / 2).join(" ");
+      return '<span class="series" data-series="' + esc(seriesLabel(r)) + '"><svg viewBox="0 0 24 12" style="width:24px"><path d="M0 6H24" stroke="' + hwColour[r.hardware] + '" stroke-width="1.6"' + (d ? ' stroke-dasharray="' + d + '"' : "") + "/></svg>"
+        + esc(r.hardware + " " + r.engine + " · " + seriesLabel(r)) + (r.mode === "disaggregated" ? " (disagg)" : "") + "</span>"; }).join("") : "");
 }
 function tipHtml(r) {
   const rowsHtml = [["recipe", esc(r.recipe)], ["engine", esc(r.engine + " " + (r.engine_version || ""))],
-    ["precision", esc(r.precision)], ["topology", esc(r.topology) + " (" + r.gpus_total + " GPUs" + (r.mode === "disaggregated" ? ", " + r.gpus_prefill + "P/" + r.gpus_decode + "D" : "") + ")"],
+    ["precision", esc(r.precision)], ["topology", esc(r.topology) + " (" + r.gpus_total + " GPUs" + (r.mode === "disaggregated" ? ", " + r.gpus_prefill + "P/" + r.gpus_decode + "D, disaggregated" : ", aggregated") + ")"],
     ["workload", esc(r.workload) + " (" + r.isl + "/" + r.osl + ")"], ["concurrency", r.concurrency],
     ["run", esc(r.run_id)], ["runner", esc(r.runner)],
-    [AX[state.y].label, fmt(val(r, state.y))], [AX[state.x].label, fmt(val(r, state.x))],
+    [AX[state.y].label, fmt(val(r, state.y)) + (r.mode === "disaggregated" && DATA.per_gpu[state.y] ? ' <span class="muted">(' + esc(DATA.per_gpu[state.y]) + ")</span>" : "")], [AX[state.x].label, fmt(val(r, state.x))],
     ["median TTFT", fmt(r.median_ttft_ms) + " ms"], ["median TPOT", fmt(r.median_tpot_ms) + " ms"],
     ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)],
     ["source", r.simulated ? '<span class="badge sim">simulated</span> engine in ' + (r.launcher === "virtual" ? "virtual" : "real") + " time, not hardware" : "measured"]];
@@ -404,7 +438,15 @@ function renderCompare() {
   const pool = filtered({ anyRun: true, anyStatus: true });
   const a = new Map(), b = new Map();
   for (const r of pool) { if (r.run_id === base) a.set(keyOf(r), r); if (r.run_id === neu) b.set(keyOf(r), r); }
-  const keys = Array.from(new Set([...a.keys(), ...b.keys()])).sort();
+  if (base === neu) {  // a run against itself shows no change: say so instead of a table of "same"
+    $("cmp").innerHTML = ""; $("cmp").dataset.rows = "0";
+    $("cmp-info").textContent = runs.length < 2 ? "Only one run: nothing to compare it with yet." : "Base and new are the same run: pick two different runs.";
+    return;
+  }
+  const byConfig = (k1, k2) => { const p = a.get(k1) || b.get(k1), q = a.get(k2) || b.get(k2);
+    return p.recipe < q.recipe ? -1 : p.recipe > q.recipe ? 1 : p.workload < q.workload ? -1 : p.workload > q.workload ? 1
+      : p.runner < q.runner ? -1 : p.runner > q.runner ? 1 : p.concurrency - q.concurrency; };  // concurrency as a number
+  const keys = Array.from(new Set([...a.keys(), ...b.keys()])).sort(byConfig);
   let reg = 0, imp = 0;
   const rowsHtml = keys.map((k) => { const x = a.get(k), y = b.get(k), any = y || x;
     let cells = ""; let worst = "";
@@ -418,6 +460,7 @@ function renderCompare() {
     const state_ = !x ? "new" : !y ? "gone" : x.status === "ok" && y.status !== "ok" ? "now failing" : worst === "bad" ? "regression" : worst === "good" ? "improved" : "same";
     if (state_ === "regression" || state_ === "now failing") reg++; if (state_ === "improved") imp++;
     return '<tr><td>' + esc(any.recipe) + "</td><td>" + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (state_ === "regression" || state_ === "now failing" ? "bad" : state_ === "improved" ? "good" : "muted") + '">' + state_ + "</td>" + cells + "</tr>"; });
+  $("cmp").dataset.rows = String(keys.length);
   $("cmp").innerHTML = "<tr><th>recipe</th><th>workload</th><th>conc</th><th>change</th>" + CMP.map((c) => "<th>" + esc(AX[c[0]] ? AX[c[0]].label : c[0]) + "</th>").join("") + "</tr>" + rowsHtml.join("");
   $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements (noise ±" + noise + "%)";
 }
@@ -567,7 +610,7 @@ function render() {
 function start() {
   // open on the agentic view when asked (index.html#agentic) or when there is nothing else
   if (AG && (location.hash === "#agentic" || (N === 0 && AGROWS.length))) state.view = "agentic";
-  setupControls(); setupHover();
+  setupControls(); setupHover(); autoLogY();
   $("prev").addEventListener("click", () => { state.page = Math.max(0, state.page - 1); renderTable(filtered()); });
   $("next").addEventListener("click", () => { state.page += 1; renderTable(filtered()); });
   window.addEventListener("resize", () => { if (state.view === "chart") renderChart(filtered()); });
