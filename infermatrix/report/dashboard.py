@@ -27,6 +27,7 @@ from .dashboard_assets import CSS, JS
 from .page import header_html
 from .simulated import SimMark
 from .style import DASHES, DECADE, KNOWN_ENGINES, LOG_METRICS, PALETTE, PER_GPU, colours, markers
+from .trend import trends
 
 TEXT_COLUMNS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "engine_version",
                 "precision", "mode", "topology", "workload", "runner", "status", "started_at",
@@ -136,6 +137,7 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in recipes},
         "simulated_runs": simulated_runs(records),
         "simulated_levels": sum(1 for r in records if r.simulated),
+        "trends": trends(records, run_order(records)),
         **encode(records, raw_links), **extra,
     }
 
@@ -166,7 +168,8 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
     meta = (f'{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · '
             f'generated {html.escape(data["generated_at"])}')
     buttons = ('<button data-view="chart">Chart</button><button data-view="table">Table</button>'
-               f'<button data-view="compare">Compare runs</button>{tab}')
+               f'<button data-view="compare">Compare runs</button>'
+               f'<button data-view="trend">Trend</button>{tab}')
     links = {k: v for k, v in (nav or {}).items() if v != "index.html"}
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -210,6 +213,11 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
       <label>noise ± %<input id="cmp-noise" type="number" value="3" min="0" step="0.5"></label></div>
     <p id="cmp-info" class="muted"></p>
     <div class="scroll"><table class="data" id="cmp"></table></div>
+  </section>
+  <section class="view" id="view-trend" hidden>
+    <div class="controls">{_select("t-config", "configuration (recipe · workload · runner)")}{_select("t-conc", "concurrency")}</div>
+    <p id="trend-info" class="muted"></p>
+    <div id="trend-charts"></div>
   </section>{view}
 </main>
 <script id="imx-data" type="application/json">{blob}</script>

@@ -80,6 +80,13 @@ table.levels td.bad { font-weight:400; }
 .sim-note { color:var(--sim); font-weight:600; margin:.2rem 0 .5rem; }
 .sim-note[hidden] { display:none; }
 :root { --sim:#d1242f; } :root[data-theme="dark"] { --sim:#f85149; }
+button.linkish { background:none; border:none; padding:0; color:var(--accent); text-decoration:underline; cursor:pointer; font:inherit; }
+figure.trend { display:inline-block; margin:.3rem .8rem .6rem 0; } figure.trend figcaption { font-size:.8rem; color:var(--muted); }
+figure.trend svg { border:1px solid var(--grid); border-radius:6px; background:var(--bg); max-width:100%; height:auto; }
+figure.trend .grid { stroke:var(--grid); } figure.trend .tick { fill:var(--muted); font-size:10px; }
+figure.trend .change line { stroke:var(--bad); stroke-dasharray:4 3; } figure.trend .change path { fill:var(--bad); }
+.trend-legend { display:flex; flex-wrap:wrap; gap:.3rem 1rem; font-size:.8rem; margin:.3rem 0; }
+.trend-legend span { display:inline-flex; align-items:center; gap:.3rem; } .trend-legend svg { width:10px; height:10px; }
 .sim-banner { background:var(--sim); color:#fff; font-weight:600; padding:.35rem 1rem; font-size:.9rem; }
 /* links between the report's pages, and the catalog page */
 nav a.page-link { align-self:center; padding:.3rem .5rem; font-size:.85rem; }
@@ -211,6 +218,9 @@ function setupControls() {
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
   badgeSimulatedRuns(cmpBase); badgeSimulatedRuns(cmpNew);
   [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
+  $("t-config").addEventListener("change", (e) => { tstate.key = e.target.value; tstate.conc = "__all__"; renderTrend(); });
+  $("t-conc").addEventListener("change", (e) => { tstate.conc = e.target.value; renderTrend(); });
+  document.addEventListener("click", (e) => { const b = e.target.closest("[data-trend]"); if (b) openTrend(b.dataset.trend, b.dataset.conc); });
   document.addEventListener("imx-theme", render);
 }
 
@@ -366,7 +376,8 @@ function tipHtml(r) {
     ["median TTFT", fmt(r.median_ttft_ms) + " ms"], ["median TPOT", fmt(r.median_tpot_ms) + " ms"],
     ["error rate", fmt(100 * r.error_rate, 1) + " %"], ["status", esc(r.status)],
     ["source", r.simulated ? '<span class="badge sim">simulated</span> engine in ' + (r.launcher === "virtual" ? "virtual" : "real") + " time, not hardware" : "measured"]];
-  const links = '<a href="' + esc(catalogHref(r)) + '">catalog entry (launch command)</a>' + (r.raw ? ' · <a href="' + esc(r.raw) + '">raw JSON</a>' : "");
+  const links = '<a href="' + esc(catalogHref(r)) + '">catalog entry (launch command)</a>' + (r.raw ? ' · <a href="' + esc(r.raw) + '">raw JSON</a>' : "")
+    + ' · <button class="linkish" data-trend="' + esc(trendKey(r)) + '" data-conc="' + r.concurrency + '">trend across runs</button>';
   return "<table>" + rowsHtml.map((x) => "<tr><td>" + x[0] + "</td><td>" + x[1] + "</td></tr>").join("") + "</table><div>" + links + "</div>";
 }
 function showDetail(p) {
@@ -459,10 +470,58 @@ function renderCompare() {
     }
     const state_ = !x ? "new" : !y ? "gone" : x.status === "ok" && y.status !== "ok" ? "now failing" : worst === "bad" ? "regression" : worst === "good" ? "improved" : "same";
     if (state_ === "regression" || state_ === "now failing") reg++; if (state_ === "improved") imp++;
-    return '<tr><td>' + esc(any.recipe) + "</td><td>" + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (state_ === "regression" || state_ === "now failing" ? "bad" : state_ === "improved" ? "good" : "muted") + '">' + state_ + "</td>" + cells + "</tr>"; });
+    return '<tr><td>' + esc(any.recipe) + ' <button class="linkish" data-trend="' + esc(trendKey(any)) + '" data-conc="' + any.concurrency + '">trend</button></td><td>' + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (state_ === "regression" || state_ === "now failing" ? "bad" : state_ === "improved" ? "good" : "muted") + '">' + state_ + "</td>" + cells + "</tr>"; });
   $("cmp").dataset.rows = String(keys.length);
   $("cmp").innerHTML = "<tr><th>recipe</th><th>workload</th><th>conc</th><th>change</th>" + CMP.map((c) => "<th>" + esc(AX[c[0]] ? AX[c[0]].label : c[0]) + "</th>").join("") + "</tr>" + rowsHtml.join("");
   $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements (noise ±" + noise + "%)";
+}
+
+// ---------------------------------------------------------------- trend view
+// Per configuration (recipe × workload × runner): each headline metric across runs, a line per
+// concurrency level, change points (report/trend.py) marked in red. Opened from a point's
+// tooltip or a compare row ("trend" buttons carry the configuration's key).
+const TRENDS = DATA.trends || {};
+const trendKey = (r) => [r.recipe, r.workload, r.runner].join("\u0000");
+const tstate = { key: null, conc: "__all__" };
+const LEVEL_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#9467BD", "#8C8C00", "#F0436A", "#17BECF"];
+function openTrend(key, conc) { tstate.key = key; tstate.conc = conc === undefined ? "__all__" : String(conc); state.view = "trend"; render(); window.scrollTo(0, 0); }
+function trendSvg(t, metric, levels) {
+  const W = 560, H = 190, m = { l: 58, r: 12, t: 22, b: 30 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
+  const series = levels.map((c) => ({ c: c, pts: ((t.levels[c] || {})[metric] || []).map((p) => ({ run: p[0], v: p[1] * (AX[metric] ? AX[metric].scale : 1) })) })).filter((s) => s.pts.length);
+  const all = series.flatMap((s) => s.pts);
+  let h = '<figure class="trend" data-metric="' + metric + '"><figcaption>' + esc(AX[metric] ? AX[metric].label : metric) + "</figcaption>";
+  if (!all.length) return h + '<p class="muted">not measured</p></figure>';
+  const r0 = Math.min.apply(null, all.map((p) => p.run)), r1 = Math.max.apply(null, all.map((p) => p.run));
+  let v0 = Math.min.apply(null, all.map((p) => p.v)), v1 = Math.max.apply(null, all.map((p) => p.v)); const pad = (v1 - v0) * 0.08 || Math.abs(v1) * 0.05 || 1; v0 -= pad; v1 += pad;
+  const X = (run) => m.l + (r1 === r0 ? pw / 2 : (run - r0) / (r1 - r0) * pw), Y = (v) => m.t + ph - (v - v0) / (v1 - v0) * ph;
+  h += '<svg viewBox="0 0 ' + W + " " + H + '" width="' + W + '" height="' + H + '" role="img">';
+  for (const tk of niceTicks(v0, v1, 4)) h += '<line x1="' + m.l + '" x2="' + (W - m.r) + '" y1="' + Y(tk) + '" y2="' + Y(tk) + '" class="grid"/><text x="' + (m.l - 4) + '" y="' + Y(tk) + '" class="tick" text-anchor="end" dominant-baseline="middle">' + esc(fmt(tk)) + "</text>";
+  h += '<text x="' + m.l + '" y="' + (H - 8) + '" class="tick">' + esc(runs[r0]) + '</text><text x="' + (W - m.r) + '" y="' + (H - 8) + '" class="tick" text-anchor="end">' + esc(runs[r1]) + "</text>";
+  const changes = t.changes.filter((c) => c[0] === metric && levels.indexOf(String(c[1])) >= 0);
+  for (const c of changes) { const x = X(c[2]);
+    h += '<g class="change" data-conc="' + c[1] + '" data-run="' + esc(runs[c[2]]) + '"><title>change at ' + esc(runs[c[2]]) + " (concurrency " + c[1] + "): " + (c[3] >= 0 ? "+" : "") + (100 * c[3]).toFixed(1) + " %</title>"
+      + '<line x1="' + x + '" x2="' + x + '" y1="' + m.t + '" y2="' + (m.t + ph) + '"/><path d="M' + (x - 5) + " " + (m.t - 2) + "h10l-5 8z\"/></g>"; }
+  series.forEach((s) => { const col = LEVEL_COLOURS[levels.indexOf(s.c) % LEVEL_COLOURS.length];
+    h += '<polyline fill="none" stroke="' + col + '" stroke-width="1.5" points="' + s.pts.map((p) => X(p.run) + "," + Y(p.v)).join(" ") + '"/>';
+    h += s.pts.map((p) => '<circle cx="' + X(p.run) + '" cy="' + Y(p.v) + '" r="2.4" fill="' + col + '"><title>' + esc(runs[p.run]) + " · concurrency " + s.c + ": " + esc(fmt(p.v)) + "</title></circle>").join(""); });
+  return h + "</svg></figure>";
+}
+function renderTrend() {
+  const keys = Array.from(new Set(filtered({ anyRun: true }).map(trendKey))).filter((k) => TRENDS[k]).sort();
+  if (tstate.key && keys.indexOf(tstate.key) < 0 && TRENDS[tstate.key]) keys.unshift(tstate.key);  // opened from a point the filters hide
+  if (!tstate.key || keys.indexOf(tstate.key) < 0) tstate.key = keys.length ? keys[0] : null;
+  const sel = $("t-config"); sel.textContent = "";
+  keys.forEach((k) => sel.appendChild(option(k, k.split("\u0000").join(" · "), k === tstate.key)));
+  const box = $("trend-charts"), t = tstate.key ? TRENDS[tstate.key] : null;
+  if (!t) { box.innerHTML = '<p class="muted">No configuration matches the filters.</p>'; $("trend-info").textContent = ""; box.dataset.changes = "0"; return; }
+  const levels = Object.keys(t.levels).sort((a, b) => a - b);
+  fillSelect($("t-conc"), levels, tstate.conc, "all levels");
+  const shown = tstate.conc === "__all__" ? levels : [tstate.conc];
+  box.innerHTML = '<div class="trend-legend">' + shown.map((c) => '<span><svg viewBox="0 0 12 12"><circle cx="6" cy="6" r="5" fill="' + LEVEL_COLOURS[levels.indexOf(c) % LEVEL_COLOURS.length] + '"/></svg>concurrency ' + esc(c) + "</span>").join("") + "</div>"
+    + CMP.map((c) => trendSvg(t, c[0], shown)).join("");
+  const n = box.querySelectorAll(".change").length; box.dataset.changes = String(n); box.dataset.key = tstate.key;
+  const measured = new Set(levels.flatMap((c) => Object.values(t.levels[c]).flatMap((pts) => pts.map((p) => p[0])))).size;
+  $("trend-info").textContent = measured + " runs measured this configuration · " + n + " change point" + (n === 1 ? "" : "s") + " shown (a step beyond the run-to-run spread, see docs/dashboard.md)";
 }
 
 // ---------------------------------------------------------------- agentic capacity view
@@ -605,6 +664,7 @@ function render() {
   const data = filtered();
   if (state.view === "chart") { state.pinned = null; $("tip").hidden = true; showDetail(null); renderChart(data); renderBest(data); }
   else if (state.view === "table") renderTable(data);
+  else if (state.view === "trend") renderTrend();
   else renderCompare();
 }
 function start() {
@@ -618,7 +678,7 @@ function start() {
   render();
   document.body.dataset.ready = "1";
 }
-window.imx = { state: state, render: render, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
+window.imx = { state: state, render: render, trend: tstate, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
   agentic: ag, agenticRows: AGROWS, agFiltered: agFiltered };
 start();
 })();

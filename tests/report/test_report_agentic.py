@@ -457,7 +457,7 @@ def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None
                 "Array.from(document.querySelectorAll('nav button[data-view]'))"
                 ".map(b => b.textContent)"
             )
-            assert tabs == ["Chart", "Table", "Compare runs", "Agentic capacity"]
+            assert tabs == ["Chart", "Table", "Compare runs", "Trend", "Agentic capacity"]
             bench_points = await page.eval(
                 "Number(document.getElementById('chart').dataset.points)"
             )
