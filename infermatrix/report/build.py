@@ -21,7 +21,7 @@ from .agentic import write_agentic_page
 from .catalog_html import PAGE as CATALOG_PAGE
 from .catalog_html import write_catalog_page
 from .catalog_page import Benchmarks
-from .dashboard import launch_from_catalog, write_dashboard
+from .dashboard import INLINE_LIMIT, launch_from_catalog, write_dashboard
 from .summary import job_summary
 
 Key = tuple[str, str, int]
@@ -126,7 +126,7 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
                  catalog_data: Mapping[str, Any] | None = None,
                  plots: bool = True,
                  agentic: Sequence[AgenticRecord] | None = None,
-                 accuracy_md: str = "") -> dict[str, Path]:
+                 accuracy_md: str = "", inline_limit: int = INLINE_LIMIT) -> dict[str, Path]:
     """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
 
     ``catalog``: where recipe links point; the default, ``catalog.html``, is written here from
@@ -136,6 +136,8 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
     capacity" tab and ``agentic.html`` (the same table as a static page) is written.
     ``accuracy_md``: the accuracy gate's section (evals' ``apply_gate``), ending the summary.
+    ``inline_limit``: a dashboard of more levels loads older runs and trends lazily, from chunk
+    files beside it (``dashboard.chunks``).
     """
     from .plots import write_plots  # matplotlib is slow to import: only when drawing
 
@@ -174,7 +176,7 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
         page = "agentic.html"
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
                                            catalog=catalog, launch=launch, agentic=agentic,
-                                           agentic_page=page, nav=nav)
+                                           agentic_page=page, nav=nav, inline_limit=inline_limit)
     summary = job_summary(records, collect_summary, agentic=agentic or ())
     if accuracy_md:
         summary += "\n" + accuracy_md

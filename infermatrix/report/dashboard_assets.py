@@ -124,20 +124,45 @@ const FILTERS = ["model", "workload", "hardware", "engine", "precision"];
 const AX = DATA.axes;  // metric -> {label, higher, scale}
 const PALETTE = DATA.palette, SHAPES = ["o", "s", "^", "D", "v", "P", "X", "*"];
 
-// ---------------------------------------------------------------- decode the columnar data
-const N = DATA.count, cols = DATA.columns, rows = new Array(N);
-for (let i = 0; i < N; i++) rows[i] = { i: i };
-for (const [name, col] of Object.entries(cols)) {
-  if (col.dict) { const d = col.dict, c = col.codes; for (let i = 0; i < N; i++) rows[i][name] = c[i] < 0 ? null : d[c[i]]; }
-  else { const v = col.values; for (let i = 0; i < N; i++) rows[i][name] = v[i]; }
+// ---------------------------------------------------------------- the levels, in chunks
+// One chunk of columnar levels per run (dashboard.py chunks): inline in DATA, or a script file
+// that calls imx_chunk when a view first needs its run. `rows` holds the levels loaded so far.
+const N = DATA.count, CH = DATA.chunks, rows = [], TRENDS = {};
+const chunkState = new Map();  // "run:3" -> promise while loading, true once loaded
+function decode(body) {
+  const n = body.count, start = rows.length;
+  for (let i = 0; i < n; i++) rows.push({ i: start + i });
+  for (const [name, col] of Object.entries(body.columns)) {
+    if (col.dict) { const d = col.dict, c = col.codes; for (let i = 0; i < n; i++) rows[start + i][name] = c[i] < 0 ? null : d[c[i]]; }
+    else { const v = col.values; for (let i = 0; i < n; i++) rows[start + i][name] = v[i]; }
+  }
+  for (let i = start; i < rows.length; i++) { const r = rows[i]; r.simulated = !!r.simulated; r.source = r.simulated ? "simulated" : "measured"; }
 }
-for (const r of rows) { r.simulated = !!r.simulated; r.source = r.simulated ? "simulated" : "measured"; }
+function take(kind, i, body) {
+  if (chunkState.get(kind + ":" + i) === true) return;
+  if (kind === "run") decode(body); else TRENDS[CH.trends[i].key] = body;
+  chunkState.set(kind + ":" + i, true);
+}
+window.imx_chunk = take;
+for (const [i, body] of Object.entries(CH.inline.runs)) take("run", Number(i), body);
+for (const [i, body] of Object.entries(CH.inline.trends)) take("trend", Number(i), body);
+function loadChunk(kind, i) {  // a promise, settled once the chunk's script has run
+  const id = kind + ":" + i, st = chunkState.get(id);
+  if (st === true) return Promise.resolve();
+  if (st) return st;
+  const file = (kind === "run" ? CH.runs : CH.trends)[i].file;
+  const p = new Promise((resolve, reject) => { const el = document.createElement("script"); el.src = file;
+    el.onload = () => { if (chunkState.get(id) === true) resolve(); else reject(new Error(file + ": no data")); };
+    el.onerror = () => reject(new Error("cannot load " + file)); document.head.appendChild(el); });
+  chunkState.set(id, p); p.catch(() => chunkState.delete(id));
+  return p;
+}
 const SIMRUNS = new Set(DATA.simulated_runs || []);
 function badgeSimulatedRuns(sel) {  // a run with simulated levels says so in the run selector
   for (const o of sel.options) if (SIMRUNS.has(o.value)) { o.textContent = o.value + " · simulated"; o.dataset.simulated = "1"; }
 }
 const runs = DATA.runs;  // oldest first
-const uniq = (k) => Array.from(new Set(rows.map((r) => r[k]).filter((v) => v !== null))).sort();
+const uniq = (k) => DATA.vocab[k].filter((v) => v !== null);  // every run's values, loaded or not
 // fixed per name (report/style.py), whatever else the page holds
 const hwColour = DATA.hw_colours, engShape = DATA.engine_markers, DASHES = DATA.dashes;
 // a configuration: one series (frontier line); its dashes tell configurations of one hardware ×
@@ -149,13 +174,10 @@ const state = { view: "chart", run: runs.length ? runs[runs.length - 1] : "__all
   y: "output_tput_per_gpu", x: "interactivity", logx: false, logy: false, series: true, page: 0,
   sort: { key: "output_tput_per_gpu", dir: -1 }, pinned: null, f: {} };
 FILTERS.forEach((k) => { state.f[k] = "__all__"; });
-// A frontier compares like with like: open on the most measured model, then its most measured workload.
-function mostCommon(list, k) { const n = new Map(); let best = null;
-  for (const r of list) { const c = (n.get(r[k]) || 0) + 1; n.set(r[k], c); if (best === null || c > n.get(best) || (c === n.get(best) && r[k] < best)) best = r[k]; }
-  return best; }
-(function () { const inRun = rows.filter((r) => state.run === "__all__" || r.run_id === state.run);
-  const model = mostCommon(inRun, "model"); if (model === null) return; state.f.model = model;
-  const wl = mostCommon(inRun.filter((r) => r.model === model), "workload"); if (wl !== null) state.f.workload = wl; })();
+// A frontier compares like with like: open on the latest run's most measured model, then its
+// most measured workload (dashboard.py start_view).
+if (DATA.start.model !== null) state.f.model = DATA.start.model;
+if (DATA.start.workload !== null) state.f.workload = DATA.start.workload;
 
 // ---------------------------------------------------------------- helpers
 const fmt = (v, d) => v === null || v === undefined || Number.isNaN(v) ? "–"
@@ -217,7 +239,8 @@ function setupControls() {
   fillSelect(cmpBase, runs.slice().reverse(), runs.length > 1 ? runs[runs.length - 2] : runs[0]);  // one run: renderCompare says so
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
   badgeSimulatedRuns(cmpBase); badgeSimulatedRuns(cmpNew);
-  [cmpBase, cmpNew, $("cmp-noise")].forEach((el) => el.addEventListener("change", renderCompare));
+  [cmpBase, cmpNew].forEach((el) => el.addEventListener("change", render));  // loads the runs first
+  $("cmp-noise").addEventListener("change", renderCompare);
   $("t-config").addEventListener("change", (e) => { tstate.key = e.target.value; tstate.conc = "__all__"; renderTrend(); });
   $("t-conc").addEventListener("change", (e) => { tstate.conc = e.target.value; renderTrend(); });
   document.addEventListener("click", (e) => { const b = e.target.closest("[data-trend]"); if (b) openTrend(b.dataset.trend, b.dataset.conc); });
@@ -480,7 +503,6 @@ function renderCompare() {
 // Per configuration (recipe × workload × runner): each headline metric across runs, a line per
 // concurrency level, change points (report/trend.py) marked in red. Opened from a point's
 // tooltip or a compare row ("trend" buttons carry the configuration's key).
-const TRENDS = DATA.trends || {};
 const trendKey = (r) => [r.recipe, r.workload, r.runner].join("\u0000");
 const tstate = { key: null, conc: "__all__" };
 const LEVEL_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#9467BD", "#8C8C00", "#F0436A", "#17BECF"];
@@ -506,13 +528,17 @@ function trendSvg(t, metric, levels) {
     h += s.pts.map((p) => '<circle cx="' + X(p.run) + '" cy="' + Y(p.v) + '" r="2.4" fill="' + col + '"><title>' + esc(runs[p.run]) + " · concurrency " + s.c + ": " + esc(fmt(p.v)) + "</title></circle>").join(""); });
   return h + "</svg></figure>";
 }
+const TREND_AT = new Map(CH.trends.map((t, i) => [t.key, i]));
 function renderTrend() {
-  const keys = Array.from(new Set(filtered({ anyRun: true }).map(trendKey))).filter((k) => TRENDS[k]).sort();
-  if (tstate.key && keys.indexOf(tstate.key) < 0 && TRENDS[tstate.key]) keys.unshift(tstate.key);  // opened from a point the filters hide
+  // the configurations the filters let through, from the trends' index (no run need be loaded)
+  const keys = CH.trends.filter((t) => FILTERS.every((k) => state.f[k] === "__all__" || t[k] === state.f[k])).map((t) => t.key);
+  if (tstate.key && keys.indexOf(tstate.key) < 0 && TREND_AT.has(tstate.key)) keys.unshift(tstate.key);  // opened from a point the filters hide
   if (!tstate.key || keys.indexOf(tstate.key) < 0) tstate.key = keys.length ? keys[0] : null;
   const sel = $("t-config"); sel.textContent = "";
   keys.forEach((k) => sel.appendChild(option(k, k.split("\u0000").join(" · "), k === tstate.key)));
-  const box = $("trend-charts"), t = tstate.key ? TRENDS[tstate.key] : null;
+  const box = $("trend-charts");
+  if (tstate.key && !TRENDS[tstate.key]) { loading(loadChunk("trend", TREND_AT.get(tstate.key)), renderTrend); return; }
+  const t = tstate.key ? TRENDS[tstate.key] : null;
   if (!t) { box.innerHTML = '<p class="muted">No configuration matches the filters.</p>'; $("trend-info").textContent = ""; box.dataset.changes = "0"; return; }
   const levels = Object.keys(t.levels).sort((a, b) => a - b);
   fillSelect($("t-conc"), levels, tstate.conc, "all levels");
@@ -656,10 +682,24 @@ function renderAgentic() {
 }
 
 // ---------------------------------------------------------------- top level
+// the runs the current view shows: their chunks are loaded before it is drawn
+function neededRuns() {
+  if (state.view === "agentic" || state.view === "trend") return [];
+  if (state.view === "compare") return [$("cmp-base").value, $("cmp-new").value];
+  return state.run === "__all__" ? runs : [state.run];
+}
+let pending = 0;
+function loading(promise, then) {  // shows "loading" until the chunks are in, then draws again
+  pending++; document.body.dataset.loading = "1"; $("loading").hidden = false;
+  promise.then(() => { pending--; then(); }, (e) => { pending--; $("loading").textContent = "Could not load the data: " + e.message; })
+    .finally(() => { if (!pending) { document.body.dataset.loading = "0"; if (!$("loading").textContent.startsWith("Could")) $("loading").hidden = true; } });
+}
 function render() {
   document.querySelectorAll("nav button[data-view]").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.view === state.view)));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + state.view; });
   syncFilters();
+  const missing = neededRuns().map((r) => runs.indexOf(r)).filter((i) => i >= 0 && chunkState.get("run:" + i) !== true);
+  if (missing.length) { $("loading").textContent = "Loading " + missing.length + " run" + (missing.length === 1 ? "" : "s") + "…"; loading(Promise.all(missing.map((i) => loadChunk("run", i))), render); return; }
   if (state.view === "agentic") { renderAgentic(); return; }
   const data = filtered();
   if (state.view === "chart") { state.pinned = null; $("tip").hidden = true; showDetail(null); renderChart(data); renderBest(data); }
@@ -675,10 +715,11 @@ function start() {
   $("next").addEventListener("click", () => { state.page += 1; renderTable(filtered()); });
   window.addEventListener("resize", () => { if (state.view === "chart") renderChart(filtered()); });
   window.addEventListener("hashchange", () => { if (AG && location.hash === "#agentic") { state.view = "agentic"; render(); } });
+  document.body.dataset.loading = "0";
   render();
   document.body.dataset.ready = "1";
 }
-window.imx = { state: state, render: render, trend: tstate, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
+window.imx = { state: state, render: render, loadChunk: loadChunk, trend: tstate, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
   agentic: ag, agenticRows: AGROWS, agFiltered: agFiltered };
 start();
 })();

@@ -7,11 +7,10 @@ compare view sorts concurrency as a number and never compares a run with itself.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 
-from browser_helpers import SET
+from browser_helpers import SET, embedded
 
 from infermatrix.report import build_report
 from infermatrix.report.headless import open_page
@@ -32,13 +31,6 @@ def _records(root: Path, runs: tuple[str, ...], jobs: tuple[SynthJob, ...]) -> l
         for job in jobs:
             write_job(root / run, job)
     return collect([root / run for run in runs]).records
-
-
-def _data(index: Path) -> dict:
-    blob = re.search(r'<script id="imx-data" type="application/json">(.*?)</script>',
-                     index.read_text(), re.S)
-    assert blob
-    return json.loads(blob.group(1))
 
 
 def test_colours_and_markers_do_not_depend_on_what_is_shown() -> None:
@@ -74,8 +66,8 @@ def test_dashboard_tells_configurations_apart(chromium: str, tmp_path: Path) -> 
                        plots=False)["dashboard"]
     two = build_report(_records(tmp_path / "two", RUNS, (*H200, B200)), tmp_path / "two-site",
                        plots=False)["dashboard"]
-    assert _data(one)["hw_colours"]["H200"] == _data(two)["hw_colours"]["H200"]
-    assert _data(one)["engine_markers"]["sglang"] == _data(two)["engine_markers"]["sglang"]
+    assert embedded(one)["hw_colours"]["H200"] == embedded(two)["hw_colours"]["H200"]
+    assert embedded(one)["engine_markers"]["sglang"] == embedded(two)["engine_markers"]["sglang"]
 
     async def scenario() -> None:
         async with open_page(chromium) as page:
