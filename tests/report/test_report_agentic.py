@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.capacity import CapacitySearch, CapacitySettings, Deployment, Target
 from infermatrix.capacity.run import capacity_document
@@ -24,10 +26,8 @@ from infermatrix.client.session_sources import SyntheticSource, SyntheticSpec
 from infermatrix.client.tokenizer import WordTokenizer
 from infermatrix.report import build_report, build_run_report
 from infermatrix.report.agentic import write_agentic_page
-from infermatrix.report.headless import open_page
 from infermatrix.results import agentic, collect
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 REPO = Path(__file__).resolve().parents[2]

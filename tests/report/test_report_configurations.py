@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 
 from browser_helpers import SET, embedded
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.report.plots import view_figure
 from infermatrix.report.style import THEMES, colour, colours, marker, markers
 from infermatrix.results import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 LEVELS = (2, 16, 128)  # as text "128" < "16" < "2"
 H200 = (SynthJob(concurrency=LEVELS), SynthJob(tp=4, variant="tp4", concurrency=LEVELS, speed=0.8),

@@ -14,12 +14,12 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.results import collect
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 RUNS = ("20261120T011700Z-aaaaaa", "20261121T011700Z-bbbbbb", "20261122T011700Z-cccccc")

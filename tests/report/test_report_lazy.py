@@ -8,12 +8,12 @@ import asyncio
 from pathlib import Path
 
 from browser_helpers import SET, embedded
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.report import build_report
 from infermatrix.report.dashboard import DATA_FOLDER
-from infermatrix.report.headless import open_page
 from infermatrix.results import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 RUNS = tuple(f"202611{d:02d}T011700Z-{d:06d}" for d in range(1, 7))
 JOBS = (SynthJob(concurrency=(1, 4, 16)), SynthJob(hardware="B200", concurrency=(1, 4, 16)))

@@ -11,13 +11,13 @@ import asyncio
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 from test_report_agentic import EARLIER, LATEST, write_searches
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.results import collect
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, write_job
 
 RUNS = ("20261120T011700Z-aaaaaa", "20261122T011700Z-cccccc")
 JOBS = (SynthJob(concurrency=(1, 4, 16)),  # deepseek-r1-0528/h200-sglang-fp8: in the catalog

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 from PIL import Image
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.report.plots import view_figure
 from infermatrix.report.style import THEMES
 from infermatrix.report.summary import job_summary
 from infermatrix.results import collect
 from infermatrix.results.records import Record
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MEASURED_RUN, SIMULATED_RUN = "20261120T011700Z-aaaaaa", "20261121T011700Z-bbbbbb"

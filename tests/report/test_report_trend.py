@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.report.trend import change_points
 from infermatrix.results import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 RUNS = tuple(f"202611{d:02d}T011700Z-{d:06d}" for d in range(1, 10))
