@@ -59,7 +59,7 @@ def _round(v: float | None) -> float | int | None:
 
 
 def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str, Any]:
-    """Column-wise payload the script decodes (see ``DATA.columns`` in dashboard_assets)."""
+    """Column-wise payload the script decodes (see ``decode`` in assets/dashboard.js)."""
     columns: dict[str, Any] = {}
     for name in TEXT_COLUMNS:
         values = [getattr(r, name) for r in records]
