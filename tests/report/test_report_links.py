@@ -19,6 +19,7 @@ from infermatrix.report import build_report
 from infermatrix.results import collect
 from infermatrix.results.store import Store
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 RUNS = ("20261120T011700Z-aaaaaa", "20261122T011700Z-cccccc")
 JOBS = (SynthJob(concurrency=(1, 4, 16)),  # deepseek-r1-0528/h200-sglang-fp8: in the catalog
         SynthJob(hardware="B200", concurrency=(1, 4, 16), speed=1.7),
@@ -79,6 +80,9 @@ def test_every_link_on_every_page_resolves(chromium: str, tmp_path: Path) -> Non
         async with open_page(chromium) as page:
             for name in PAGES:
                 await _open(page, site / name)
+                if name == "catalog.html":
+                    ARTIFACTS.mkdir(exist_ok=True)
+                    await page.screenshot(ARTIFACTS / "catalog.png")
                 links[name] = await _links(page, name)
                 assert page.errors == [], name
             dead = []
