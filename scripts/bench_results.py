@@ -137,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=38, help="jobs a night, 8 levels each")
     p.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir, removed)")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep the --workdir's history from an earlier run (no generate, no first collect)")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="imx-bench-"))
     results, store, site = work / "results", work / "history.sqlite", work / "site"
-    for path in (results, site):
+    reuse = args.reuse and store.is_file()
+    for path in (site,) if reuse else (results, site):
         shutil.rmtree(path, ignore_errors=True)
-    store.unlink(missing_ok=True)
+    if not reuse:
+        store.unlink(missing_ok=True)
     jobs = matrix_jobs(args.jobs, levels=LEVELS)
     ok = True
     try:
@@ -154,10 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                 total += count
             return dirs, total
 
-        (dirs, total), _ = _stage(f"generate {args.nights} nights", generate)
-        print(f"  {total:,} records in {len(dirs)} runs")
-        line, _ = _stage("collect the year → store (first time)", collect_night, dirs, store)
-        print(f"  {line}")
+        if not reuse:
+            (dirs, total), _ = _stage(f"generate {args.nights} nights", generate)
+            print(f"  {total:,} records in {len(dirs)} runs")
+            line, _ = _stage("collect the year → store (first time)", collect_night, dirs, store)
+            print(f"  {line}")
         extra, _ = write_night(results, args.nights, jobs)
         line, dt = _stage("collect one more night → store (incremental)", collect_night, [extra], store)
         print(f"  {line}; target < {TARGETS['collect one more night']:g} s: "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -38,25 +40,38 @@ def _safe(part: str) -> str:
 def raw_links(records: Sequence[Record], out_dir: Path, raw: Mapping[Key, bytes]) -> dict[Key, str]:
     """A relative link from ``out_dir`` to every record's raw JSON.
 
-    A source file already inside ``out_dir`` is linked where it is; otherwise the raw bytes (from
-    the run directory or the store) are copied to ``raw/<run>/<job>/conc-<N>.json``.
+    A source file already inside ``out_dir`` is linked where it is. Otherwise the raw bytes
+    (from the run directory or the store) of a job's levels are copied together, to
+    ``raw/<run>/<job>.json``: an object of each level's raw result by concurrency (``"4":
+    {...}``), one file per job rather than per level, as a year of history holds 100,000
+    levels and creating that many files is most of a report's time.
     """
     out = out_dir.resolve()
+    inside = (str(out) + os.sep, str(out_dir.absolute()) + os.sep)  # as resolved, as given
     links: dict[Key, str] = {}
+    bundles: dict[tuple[str, str], list[tuple[int, bytes]]] = defaultdict(list)
     for r in records:
-        if r.source:
+        # a cheap textual test first: resolving 100,000 sources that lie elsewhere costs seconds
+        if r.source and os.path.abspath(r.source).startswith(inside):
             src = Path(r.source).resolve()
             if src.is_relative_to(out) and src.is_file():
                 links[r.key] = src.relative_to(out).as_posix()
                 continue
         body = raw.get(r.key)
-        if body is None:
-            continue
-        rel = Path("raw", _safe(r.run_id), _safe(r.job_id), f"conc-{r.concurrency}.json")
+        if body is not None:
+            bundles[(r.run_id, r.job_id)].append((r.concurrency, body))
+    made: set[Path] = set()
+    for (run, job), levels in bundles.items():
+        rel = Path("raw", _safe(run), f"{_safe(job)}.json")
         target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(body)
-        links[r.key] = rel.as_posix()
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        # each body is one JSON document (collect parsed it): joined as text, not re-parsed
+        target.write_bytes(b"{" + b",".join(b'"%d":' % c + body.strip() for c, body in
+                                            sorted(levels, key=lambda lv: lv[0])) + b"}\n")
+        for conc, _ in levels:
+            links[(run, job, conc)] = rel.as_posix()
     return links
 
 
@@ -177,7 +192,7 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
                                            catalog=catalog, launch=launch, agentic=agentic,
                                            agentic_page=page, nav=nav, inline_limit=inline_limit)
-    summary = job_summary(records, collect_summary, agentic=agentic or ())
+    summary = job_summary(records, collect_summary, agentic=agentic or (), current=current)
     if accuracy_md:
         summary += "\n" + accuracy_md
     outputs["summary"] = write_text_atomic(out_dir / "summary.md", summary)

@@ -75,12 +75,15 @@ def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()
 
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
                 thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
-                agentic: Sequence[AgenticRecord] = ()) -> str:
+                agentic: Sequence[AgenticRecord] = (),
+                current: Sequence[Record] | None = None) -> str:
+    """``current``: the records the best-at and frontier tables are drawn from (the report
+    passes the latest measurement of each configuration, as its plots); default: all."""
     lines = [title_line(records, agentic), "", counts_line(records, agentic)]
     if collect is not None and (collect.skipped or collect.missing):
         lines += ["", f"> **Warning**: collect skipped files — {collect.line()}."]
     if records or not agentic:
-        lines += throughput_summary(records, thresholds)
+        lines += throughput_summary(records if current is None else current, thresholds)
     if agentic:
         lines += agentic_summary(agentic)
     failed = [r for r in records if not r.ok]

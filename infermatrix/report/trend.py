@@ -17,6 +17,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..results.compare import HEADLINE
 from ..results.records import Record
 
@@ -38,38 +40,31 @@ def key_text(key: ConfigKey) -> str:
     return "\u0000".join(key)
 
 
-def _mean(xs: Sequence[float]) -> float:
-    return sum(xs) / len(xs)
-
-
-def _sq(xs: Sequence[float], mean: float) -> float:
-    return sum((x - mean) ** 2 for x in xs)
-
-
-def _step(left: Sequence[float], right: Sequence[float]) -> tuple[float, float]:
-    """(t, relative step) between the means of two windows."""
-    ml, mr = _mean(left), _mean(right)
-    n = len(left) + len(right)
-    sd = math.sqrt((_sq(left, ml) + _sq(right, mr)) / max(n - 2, 1))
-    sd = max(sd, NOISE_FLOOR * abs(_mean([*left, *right])))
-    if sd == 0:
-        return 0.0, 0.0
-    t = abs(mr - ml) / (sd * math.sqrt(1 / len(left) + 1 / len(right)))
-    return t, (mr - ml) / abs(ml) if ml else math.inf
-
-
 def change_points(values: Sequence[float]) -> list[tuple[int, float]]:
     """(index of the first run after the change, relative step) of each change in ``values``:
     where the ``WINDOW`` runs before and after differ most, locally, and enough."""
-    n, found = len(values), []
-    for i in range(MIN_SEGMENT, n - MIN_SEGMENT + 1):
-        t, step = _step(values[max(0, i - WINDOW):i], values[i:i + WINDOW])
-        if t >= MIN_T and abs(step) >= MIN_STEP:
-            found.append((t, i, step))
+    v = np.asarray(values, dtype=float)
+    n = len(v)
+    if n < 2 * MIN_SEGMENT:
+        return []
+    s1 = np.concatenate(([0.0], np.cumsum(v)))  # window sums from prefix sums: O(n) in all
+    s2 = np.concatenate(([0.0], np.cumsum(v * v)))
+    i = np.arange(MIN_SEGMENT, n - MIN_SEGMENT + 1)
+    lo, hi = np.maximum(0, i - WINDOW), np.minimum(n, i + WINDOW)
+    nl, nr = i - lo, hi - i
+    ml, mr = (s1[i] - s1[lo]) / nl, (s1[hi] - s1[i]) / nr
+    sq = (s2[i] - s2[lo] - nl * ml * ml) + (s2[hi] - s2[i] - nr * mr * mr)  # within both windows
+    sd = np.sqrt(np.maximum(sq, 0.0) / np.maximum(nl + nr - 2, 1))
+    sd = np.maximum(sd, NOISE_FLOOR * np.abs((s1[hi] - s1[lo]) / (nl + nr)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sd > 0, np.abs(mr - ml) / (sd * np.sqrt(1 / nl + 1 / nr)), 0.0)
+        step = np.where(ml != 0, (mr - ml) / np.abs(ml), np.inf)
+    found = [(float(t[k]), int(i[k]), float(step[k])) for k in
+             np.flatnonzero((t >= MIN_T) & (np.abs(step) >= MIN_STEP))]
     kept: list[tuple[int, float]] = []
-    for _, i, step in sorted(found, reverse=True):  # the strongest of neighbouring candidates
-        if all(abs(i - j) >= MIN_SEGMENT for j, _ in kept):
-            kept.append((i, step))
+    for _, at, st in sorted(found, reverse=True):  # the strongest of neighbouring candidates
+        if all(abs(at - j) >= MIN_SEGMENT for j, _ in kept):
+            kept.append((at, st))
     return sorted(kept)
 
 

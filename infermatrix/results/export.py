@@ -52,8 +52,8 @@ def write_records_csv(records: Iterable[Record], path: Path) -> Path:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*scalar, "pools", *latency])
     for r in records:
-        row = r.model_dump(mode="json")
-        pools = json.dumps(row["pools"], separators=(",", ":"))
+        row = r.__dict__  # the scalar fields as they are (no model_dump: 100,000 rows a year)
+        pools = json.dumps([p.model_dump(mode="json") for p in r.pools], separators=(",", ":"))
         writer.writerow([_cell(row[f]) for f in scalar] + [pools]
                         + [_cell(r.latency.get(k)) for k in latency])
     return write_text_atomic(path, buf.getvalue())

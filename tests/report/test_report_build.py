@@ -76,8 +76,12 @@ def test_report_cli_from_a_store_copies_raw_json(tmp_path: Path) -> None:
     data = _embedded(site / "index.html")
     links = [v for v in _column(data, "raw") if v]
     assert len(links) == 6 and all(link.startswith(f"raw/{RUN}/") for link in links)
-    copied = json.loads((site / links[0]).read_text())
-    assert copied["infermatrix"]["run_id"] == RUN
+    # a job's levels in one file, each level's raw result under its concurrency
+    for link in set(links):
+        copied = json.loads((site / link).read_text())
+        assert all(doc["infermatrix"]["run_id"] == RUN and doc["infermatrix"]["concurrency"] == int(c)
+                   for c, doc in copied.items())
+    assert sum(len(json.loads((site / link).read_text())) for link in set(links)) == 6
     assert summary.read_text().startswith("## infermatrix results")
     bad = subprocess.run([sys.executable, "-m", "infermatrix.cli", "report", str(tmp_path / "none"), "-o",
                           str(site)], capture_output=True, text=True, timeout=60)
