@@ -330,7 +330,7 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
     for name, text in files.items():
         target = Path(path).parent / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_text_atomic(target, text)
     mark = simulated.of(records, agentic or ())
     return write_text_atomic(path, render_html(data, mark=mark, nav=nav))
 
