@@ -15,8 +15,8 @@ from functools import partial
 from ..catalog.loader import Catalog, load_catalog
 from ..cpus import usable_cpus
 from ..errors import UsageError
-from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
-from ..plan.jobs import Job, plan_sweep
+from ..plan.cli import add_filter_arguments, filtered_plan, resolve_sweep
+from ..plan.jobs import Job
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
 from .job import Interrupted, make_folder
 from .pidfile import reap
@@ -41,11 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run every job on this machine (the default; GitHub Actions fans the "
                              "same stages out over self-hosted runners)")
     add_filter_arguments(parser)  # its --engine GLOB filters recipes, as in `infermatrix plan`
-    for action in parser._actions:  # ... and also takes `run --engine`'s sim|real|auto
+    for action in parser._actions:
         if "--engine" in action.option_strings:
-            action.help = ("sim (default), real or auto: what serves the jobs, as in "
-                           "`infermatrix run`; any other value keeps jobs whose engine matches "
-                           "GLOB (repeatable)")
+            action.help = ("keep jobs whose engine (vllm, sglang, trtllm) matches GLOB "
+                           "(repeatable); what serves the jobs is --serve")
+    parser.add_argument("--serve", dest="serve", choices=ENGINE_MODES, default=None,
+                        help="what serves the jobs, as `infermatrix run --engine`: sim "
+                             "(default), real or auto")
     scratch = argparse.ArgumentParser(add_help=False)
     add_run_arguments(scratch)
     group = parser.add_argument_group("how to run")
@@ -59,13 +61,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_engine_flags(args: argparse.Namespace) -> None:
-    """`--engine sim|real|auto` chooses what serves (as in `infermatrix run`); any other value
-    filters recipes by engine name (vllm, sglang, trtllm — never one of those three words)."""
+    """--serve chooses what serves; --engine filters recipes by engine name. The older spelling
+    `--engine sim|real|auto` (never an engine's name) still chooses what serves, with a note."""
     modes = [g for g in args.engine if g in ENGINE_MODES]
-    if len(set(modes)) > 1:
-        raise UsageError(f"--engine: choose one of {', '.join(ENGINE_MODES)}, not {modes}")
+    if len(set(modes)) > 1 or (modes and args.serve and args.serve != modes[0]):
+        raise UsageError(f"--serve: choose one of {', '.join(ENGINE_MODES)}, not "
+                         f"{[*([args.serve] if args.serve else []), *modes]}")
     if modes:
-        args.engine_mode = modes[0]
+        print(f"note: --engine {modes[0]} chooses what serves; spell it --serve {modes[0]} "
+              "(--engine filters jobs by engine name)", file=sys.stderr)
+    args.engine_mode = args.serve or (modes[0] if modes else args.engine_mode)
     args.engine = [g for g in args.engine if g not in ENGINE_MODES]
     if args.virtual:
         args.engine_mode = "sim"
@@ -116,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
         resume_engine(args, ledger.doc.get("engine"))
     else:
         sweep = resolve_sweep(cat, args.sweep)
-        jobs = plan_sweep(cat, sweep, filters_from(args))
+        jobs = filtered_plan(cat, sweep, args)
         make_folder(run_dir)
         ledger = RunLedger.create(run_dir, {
             "schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,

@@ -9,21 +9,39 @@ from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
+from .empty import why_empty
 from .github import MAX_SHARDS, github_outputs, write_github_outputs
 from .incremental import DEFAULT_MAX_AGE_DAYS, incremental_plan
-from .jobs import Filters, Job, plan_sweep
+from .jobs import FILTER_NAMES, Filters, Job, plan_sweep
 
-FILTER_FLAGS = ("model", "hardware", "engine", "workload", "recipe", "runner")
+FILTER_FLAGS = FILTER_NAMES
 
 
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     for name in FILTER_FLAGS:
         parser.add_argument(f"--{name}", action="append", default=[], metavar="GLOB",
-                            help=f"keep jobs whose {name} matches GLOB (repeatable)")
+                            help=f"keep jobs whose {name} matches GLOB, case-insensitive "
+                                 "(repeatable)")
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="plan nothing without failing when the filters match no job "
+                             "(by default that is an error naming the filter and its values)")
 
 
 def filters_from(args: argparse.Namespace) -> Filters:
     return Filters(**{name: getattr(args, name) for name in FILTER_FLAGS})
+
+
+def filtered_plan(cat: Catalog, sweep: str, args: argparse.Namespace) -> list[Job]:
+    """The sweep's jobs under the command line's filters; none is an error unless
+    --allow-empty (then a note says why)."""
+    filters = filters_from(args)
+    jobs = plan_sweep(cat, sweep, filters)
+    if not jobs:
+        why = "\n".join(why_empty(cat, sweep, filters))
+        if not args.allow_empty:
+            raise UsageError(f"no jobs to plan: {why}\n(--allow-empty plans nothing without failing)")
+        print(f"note: no jobs to plan: {why}", file=sys.stderr)
+    return jobs
 
 
 def resolve_sweep(cat: Catalog, sweep: str) -> str:
@@ -90,7 +108,7 @@ def _measures(job: Job) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cat = load_catalog(args.root)
-    jobs = _incremental(plan_sweep(cat, resolve_sweep(cat, args.sweep), filters_from(args)), args)
+    jobs = _incremental(filtered_plan(cat, resolve_sweep(cat, args.sweep), args), args)
     if args.format == "json":
         json.dump([j.model_dump() for j in jobs], sys.stdout, indent=2)
         sys.stdout.write("\n")

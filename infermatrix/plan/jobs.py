@@ -17,7 +17,7 @@ import fnmatch
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -94,9 +94,17 @@ class Filters:
     def allows(self, **values: str) -> bool:
         for name, value in values.items():
             patterns: list[str] = getattr(self, name)
-            if patterns and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+            if patterns and not any(matches(value, p) for p in patterns):
                 return False
         return True
+
+
+FILTER_NAMES = tuple(f.name for f in fields(Filters))
+
+
+def matches(value: str, pattern: str) -> bool:
+    """A filter's glob, case-insensitive: ``--hardware h200`` means H200."""
+    return fnmatch.fnmatchcase(value.casefold(), pattern.casefold())
 
 
 def _digest(payload: Any, length: int = 16) -> str:
