@@ -142,7 +142,9 @@ def report_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="infermatrix report", description="Plots, dashboard and job summary from run "
                 "directories, history stores or records JSONL (docs/dashboard.md).")
     p.add_argument("inputs", nargs="+", type=Path, metavar="RUN|STORE|JSONL")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR",
+                   help="where to write (default, for one input: a run directory itself, as "
+                        "`infermatrix sweep` does, or the folder holding the store or JSONL)")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
     p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
     p.add_argument("--title", default="infermatrix results")
@@ -156,8 +158,17 @@ def report_parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_output(inputs: Sequence[Path]) -> Path:
+    """`report RUN` writes beside the run's results, as `sweep` does; `report STORE` beside
+    the store. Several inputs have no obvious home: then -o is needed."""
+    if len(inputs) != 1:
+        raise UsageError("-o DIR is needed with several inputs")
+    return inputs[0] if inputs[0].is_dir() else inputs[0].parent
+
+
 def _report(args: argparse.Namespace) -> int:
     check_exists(args.inputs)
+    args.output = args.output or default_output(args.inputs)
     launch = launch_commands(args.catalog_json) if args.catalog_json else None
     loaded = load(args.inputs)
     records = select_runs(loaded.records, args.run, args.last,
