@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 
 from ..catalog.loader import Catalog, load_catalog
@@ -19,6 +20,7 @@ from ..plan.cli import add_filter_arguments, filtered_plan, resolve_sweep
 from ..plan.jobs import Job
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
 from .job import Interrupted, make_folder
+from .jobs_progress import JobsProgress
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
 from .state import RunLedger, run_id_of, should_run
@@ -84,8 +86,8 @@ def resume_engine(args: argparse.Namespace, engine: object) -> None:
         args.engine_mode = engine
 
 
-def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str
-               ) -> LevelPool | None:
+def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str,
+               on_done: Callable[[object], None] | None = None) -> LevelPool | None:
     """Workers measuring the virtual levels and capacity searches of ``jobs`` ahead, when
     there are workers and tasks enough to share. The capacity searches come from the CLI
     layer's capacity job module (``args.capacity_jobs.search_in_virtual_time``)."""
@@ -99,7 +101,8 @@ def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: 
     if not args.virtual or args.workers < 2 or tasks < 2:
         return None
     return LevelPool(cat, levels, min(args.workers, tasks), searches=searches,
-                     search=partial(search, run_id=run_id) if search is not None else None)
+                     search=partial(search, run_id=run_id) if search is not None else None,
+                     on_done=on_done)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -137,21 +140,33 @@ def main(args: argparse.Namespace) -> int:
     try:
         reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
         _stage("run")
-        args.level_pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"],
-                                     run_id)
-        for i, job in enumerate(jobs, 1):
-            job_dir = run_dir / "jobs" / job.id
-            if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):
-                print(f"[{i}/{len(jobs)}] {job.id}: done already", file=sys.stderr)
-                continue
-            print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
-            current = job.id
-            ledger.started(job.id)
-            outcome = execute(cat, job, run_dir, run_id, args)
-            ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
-            current = None
-            if outcome.error:
-                print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
+        todo = [j for j in jobs if ledger.state(j.id) != "done"]
+        todo_ids = {j.id for j in todo}
+        progress = JobsProgress(todo, f"sweep {sweep}")
+        args.level_pool = level_pool(cat, args, todo, run_id, on_done=progress.measured)
+        try:
+            with progress.progress.quiet_stderr():
+                for i, job in enumerate(jobs, 1):
+                    job_dir = run_dir / "jobs" / job.id
+                    if ledger.state(job.id) == "done" or not should_run(job_dir, run_id,
+                                                                        bool(args.resume)):
+                        print(f"[{i}/{len(jobs)}] {job.id}: done already", file=sys.stderr)
+                        if job.id in todo_ids:  # another runner's: its units are not ours
+                            progress.end(job)
+                        continue
+                    print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
+                    current = job.id
+                    ledger.started(job.id)
+                    progress.start(job, job_dir)
+                    outcome = execute(cat, job, run_dir, run_id, args)
+                    progress.end(job)
+                    ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
+                    current = None
+                    if outcome.error:
+                        print(f"  {outcome.status}: {outcome.error.splitlines()[0]}",
+                              file=sys.stderr)
+        finally:
+            progress.close()
         if args.level_pool is not None:
             args.level_pool.close()
         ledger.close()

@@ -47,14 +47,16 @@ class LevelPool:
     for each job of ``searches``, whose result ``searched(job)`` returns."""
 
     def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int, *,
-                 searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None):
-        # forked: the catalog is shared, not pickled; the sweep's signal handlers are not
+                 searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None,
+                 on_done: Callable[[Any], None] | None = None):
+        # forked: the catalog is shared, not pickled; the sweep's signal handlers are not.
+        # on_done(result) is called (in the pool's result thread) as each task ends: progress
         self._pool = fork_pool(workers, _init_worker, (cat,))
         self._searches: dict[str, AsyncResult[Any]] = {
-            job.id: self._pool.apply_async(_search, (search, job))
+            job.id: self._pool.apply_async(_search, (search, job), callback=on_done)
             for job in searches} if search is not None else {}
         self._pending: dict[tuple[str, int], AsyncResult[dict[str, Any]]] | None = {
-            (job.id, conc): self._pool.apply_async(_measure, (job, conc))
+            (job.id, conc): self._pool.apply_async(_measure, (job, conc), callback=on_done)
             for job in jobs for conc in job.concurrency}
 
     def searched(self, job: Job) -> Any | None:
