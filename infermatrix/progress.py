@@ -98,6 +98,14 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         self.bar.update(n)
 
+    def set_total(self, total: int) -> None:
+        """A new estimate of the work (a search that learns its size as it goes)."""
+        self.bar.total = total
+        if not self.tty:
+            self.bar.bar_format = LINE_FORMAT
+        if self.tty:
+            self.bar.refresh()
+
     def note(self, text: str) -> None:
         """What is being worked on, after the counts (a job id)."""
         self.bar.set_postfix_str(text, refresh=False)
