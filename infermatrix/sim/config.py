@@ -14,6 +14,7 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .coverage import warn_if_unknown
 from .engine_defaults import default_limits
 from .names import precision_name, resolve
 from .tables import default_tables, fabric_name
@@ -307,6 +308,7 @@ class SimConfig:
         batches for the whole DP group). ``rocm_aiter`` (AMD): False where the engine runs
         without AITER's kernels."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
+        warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
         if named is None:

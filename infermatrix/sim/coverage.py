@@ -7,7 +7,11 @@ simulator say so.
 
 from __future__ import annotations
 
+import sys
+
 from .tables import EfficiencyTables, default_tables
+
+_warned: set[str] = set()
 
 
 def has_efficiency_data(hardware: str, vendor: str, tables: EfficiencyTables | None = None) -> bool:
@@ -22,3 +26,10 @@ def has_efficiency_data(hardware: str, vendor: str, tables: EfficiencyTables | N
 def no_data_warning(hardware: str, vendor: str) -> str:
     return (f"the simulator has no efficiency data for {hardware} (vendor {vendor}): simulated "
             "figures use generic defaults (docs/sim.md)")
+
+
+def warn_if_unknown(hardware: str, vendor: str) -> None:
+    """Print the no-data warning on stderr, once per hardware and process."""
+    if hardware not in _warned and not has_efficiency_data(hardware, vendor):
+        _warned.add(hardware)
+        print(f"warning: {no_data_warning(hardware, vendor)}", file=sys.stderr)
