@@ -34,18 +34,48 @@ OPEN_LINE_FORMAT = "{desc}: {n_fmt} {unit}s, {elapsed} elapsed{postfix}"
 
 
 class _Lines:
-    """tqdm redraws one line with carriage returns; a log wants each state as its own line."""
+    """tqdm redraws one line with carriage returns; a log wants each state as its own line,
+    written whole (under ``lock``, which other writers share through ``_Whole``)."""
 
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
+    def __init__(self, stream: IO[str], lock: threading.Lock) -> None:
+        self.stream, self.lock = stream, lock
 
     def write(self, text: str) -> None:
-        for part in text.replace("\r", "\n").split("\n"):
-            if part.strip():
-                self.stream.write(part.rstrip() + "\n")
+        lines = [p.rstrip() + "\n" for p in text.replace("\r", "\n").split("\n") if p.strip()]
+        if lines:
+            with self.lock:
+                self.stream.write("".join(lines))
+                self.stream.flush()
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+class _Whole:
+    """stderr for the other writers while progress lines run in a log: their text goes out a
+    whole line at a time, so a progress line never lands inside one (print writes a line's
+    text and its newline separately)."""
+
+    def __init__(self, stream: IO[str], lock: threading.Lock) -> None:
+        self.stream, self.lock = stream, lock
+        self.partial = ""
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            head, newline, self.partial = (self.partial + text).rpartition("\n")
+            if newline:
+                self.stream.write(head + newline)
+        return len(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            if self.partial:
+                self.stream.write(self.partial)
+                self.partial = ""
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def log_interval() -> float:
@@ -65,9 +95,10 @@ class Progress:
         self.poll = poll
         self.interval = TTY_INTERVAL_S if self.tty else log_interval()
         line = LINE_FORMAT if total else OPEN_LINE_FORMAT
+        self._lock = threading.Lock()
         self.bar = tqdm(
             total=total, desc=desc, unit=unit, disable=not enabled,
-            file=self.stream if self.tty else _Lines(self.stream),
+            file=self.stream if self.tty else _Lines(self.stream, self._lock),
             dynamic_ncols=self.tty, smoothing=0,  # ETA from the average rate: jobs vary
             bar_format=None if self.tty else line,
             mininterval=0.5 if self.tty else float("inf"),  # a log: only the steady lines
@@ -112,16 +143,25 @@ class Progress:
 
     def write(self, text: str, file: IO[str] | None = None) -> None:
         """A line of output (default: to the progress stream) that leaves the bar intact."""
-        self.bar.write(text, file=file or self.stream)
+        if self.tty:
+            self.bar.write(text, file=file or self.stream)
+            return
+        with self._lock:  # whole, never split by a progress line
+            (file or self.stream).write(text + "\n")
 
     @contextlib.contextmanager
     def quiet_stderr(self) -> Any:
-        """Other stderr lines go above the bar instead of through it (on a terminal)."""
-        if not self.tty or self.stream is not sys.stderr:
+        """Other stderr lines go above the bar instead of through it (on a terminal), or
+        between the progress lines, never inside one (in a log)."""
+        if self.stream is not sys.stderr:
             yield
             return
-        with contextlib.redirect_stderr(DummyTqdmFile(self.stream)):
-            yield
+        whole = _Whole(self.stream, self._lock)
+        try:
+            with contextlib.redirect_stderr(DummyTqdmFile(self.stream) if self.tty else whole):
+                yield
+        finally:
+            whole.flush()
 
     def close(self) -> None:
         self._stop.set()

@@ -52,6 +52,24 @@ def test_log_lines_keep_coming_while_nothing_finishes(monkeypatch: pytest.Monkey
     assert quick.getvalue() == ""
 
 
+def test_log_lines_never_land_inside_other_lines(monkeypatch: pytest.MonkeyPatch,
+                                                capsys) -> None:
+    """print() writes a line's text and its newline apart: a progress line written from the
+    ticker thread in between would cut it. Under quiet_stderr both go out whole."""
+    monkeypatch.setenv(progress_mod.INTERVAL_ENV, "0.1")
+    with Progress(1000, "work", unit="step") as p, p.quiet_stderr():
+        deadline = time.monotonic() + 1.5
+        i = 0
+        while time.monotonic() < deadline:
+            print(f"job {i} " + "x" * 200, file=sys.stderr)
+            p.advance()
+            i += 1
+    lines = capsys.readouterr().err.splitlines()
+    assert any(ln.startswith("work: ") for ln in lines)
+    bad = [ln for ln in lines if not re.fullmatch(r"job \d+ x{200}|work: .*ETA \S+", ln)]
+    assert bad == []
+
+
 def _timed_lines(proc: subprocess.Popen[str]) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     assert proc.stderr is not None
