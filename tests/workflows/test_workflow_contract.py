@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gha import read_outputs
 from imx_workflows import (
     JOB_WORKFLOW_REF,
     expressions,
@@ -200,11 +201,6 @@ def test_workflow_commands_parse(where: str, argv: list[str], capsys: pytest.Cap
         assert flag in usage, f"{where}: `infermatrix {command}` has no {flag}"
 
 
-def _read_outputs(path: Path) -> dict[str, str]:
-    text = path.read_text()
-    return {k: v for k, _, v in re.findall(r"^(\w+)<<(EOF_\w+)\n(.*?)\n\2$", text, re.S | re.M)}
-
-
 def _run_script(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **env,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -225,7 +221,7 @@ def test_nightly_plan_fits_the_shards(repo_root: Path, tmp_path: Path) -> None:
                        FILTER_WORKLOAD="*", INCREMENTAL="false", MAX_AGE_DAYS="7",
                        GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary))
     assert proc.returncode == 0, proc.stderr
-    values = _read_outputs(out)
+    values = read_outputs(out)
     assert set(values) == {"jobs_total", "shard_count", "shards"}
     jobs = plan_sweep(load_catalog(repo_root), "nightly")
     assert int(values["jobs_total"]) == len(jobs) > 0
@@ -237,7 +233,7 @@ def test_nightly_plan_fits_the_shards(repo_root: Path, tmp_path: Path) -> None:
         proc = _run_script(_step(job_doc, "select", "matrix")["run"], work, SHARD=str(shard),
                            SIMULATE="false", GITHUB_OUTPUT=str(matrix))
         assert proc.returncode == 0, proc.stderr
-        part = json.loads(_read_outputs(matrix)["jobs"])
+        part = json.loads(read_outputs(matrix)["jobs"])
         assert 0 < len(part) <= MATRIX_CAP
         cells += part
     assert [Job.model_validate(c["job"]) for c in cells] == jobs  # whole jobs, every field
