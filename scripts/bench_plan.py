@@ -99,7 +99,7 @@ def main() -> int:
               f"{sum(f.stat().st_size for f in files):,} bytes; outputs: "
               f"{sum(output_bytes(v) for v in outputs.values()):,} bytes)")
         print(f"total (median):      {statistics.median(total):.3f} s  (target < 3 s; CPU time "
-              f"{statistics.median(cpu_s):.3f} s, the same on a busy machine)")
+              f"{statistics.median(cpu_s):.3f} s: waiting for a busy machine's cores not counted)")
         print(f"one shard's matrix:  {statistics.median(select_s):.3f} s  (job.yml's select job; "
               f"{output_bytes(matrix['jobs']):,} of GitHub's 1,000,000 output bytes)")
     return 0
