@@ -372,4 +372,4 @@ def runner_env() -> dict[str, str]:
             "RUNNER_ENVIRONMENT": "github-hosted"}
 
 
-__all__ = ["Run", "WORKFLOWS", "evaluate", "read_outputs", "runner_env", "truthy"]
+__all__ = ["Run", "WORKFLOWS", "evaluate", "read_outputs", "runner_env", "to_str", "truthy"]

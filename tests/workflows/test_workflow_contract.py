@@ -279,3 +279,21 @@ def test_run_flags_build_the_planned_job(repo_root: Path) -> None:
         if cat.recipes[job.recipe].launch_per_concurrency and job.capacity is None:
             argv += ["--concurrency", str(job.concurrency[0])]  # a per-level job: name its level
         assert _job_from_flags(cat, build_parser().parse_args(argv)) == job
+
+
+@pytest.mark.parametrize(("event", "inputs", "expected"), [
+    ("schedule", {}, {"SWEEP": "nightly", "INCREMENTAL": "true", "MAX_AGE_DAYS": "7"}),
+    ("workflow_dispatch", {"sweep": "smoke", "incremental": False, "max_age_days": 0},
+     {"SWEEP": "smoke", "INCREMENTAL": "false", "MAX_AGE_DAYS": "0"}),
+    ("workflow_dispatch", {"sweep": "smoke", "incremental": True, "max_age_days": 2.5},
+     {"SWEEP": "smoke", "INCREMENTAL": "true", "MAX_AGE_DAYS": "2.5"}),
+])
+def test_plan_env_as_github_evaluates_it(event: str, inputs: dict, expected: dict) -> None:
+    """The plan job's env, by GitHub's expression rules: a schedule has no inputs (the nightly,
+    incremental, 7 days); a dispatched max_age_days of 0 stays 0."""
+    from gha import evaluate, to_str
+
+    env = evaluate(load("sweep.yml")["jobs"]["plan"]["env"],
+                   {"github": {"event_name": event}, "inputs": inputs})
+    assert {k: to_str(env[k]) for k in expected} == expected
+    assert {env[f"FILTER_{k}"] for k in ("MODEL", "HARDWARE", "ENGINE", "WORKLOAD")} == {"*"}
