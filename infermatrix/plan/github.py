@@ -85,6 +85,7 @@ def write_plan(jobs: list[Job], plan_dir: str | Path,
     """Write ``plan_dir/shard-<i>.json`` and return the plan job's outputs (ids and counts).
     Shards are sized so that each one's matrix fits one job's outputs, and the whole plan the
     run's; a sweep past either limit fails here with one line, before any job starts."""
+    max_shards = min(max_shards, MAX_SHARDS)  # sweep.yml's matrix over the ids holds no more
     texts = [j.model_dump_json() for j in jobs]  # compact JSON, by pydantic's own encoder
     sizes = [_cell_bytes(j, t) for j, t in zip(jobs, texts, strict=True)]
     if sum(sizes) > RUN_OUTPUT_CAP:

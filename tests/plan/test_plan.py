@@ -168,6 +168,16 @@ def test_github_shards_cover_every_job_once(tmp_path_factory, n: int, max_shards
                <= github.OUTPUT_CAP for s in shards[:1])
 
 
+def test_no_more_shards_than_one_matrix_holds(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """sweep.yml fans out over the shard ids with a matrix: 256 shards at most, whatever
+    --max-shards asks (a huge one neither hangs nor passes GitHub's cap)."""
+    monkeypatch.setattr(github, "RUN_OUTPUT_CAP", 10**12)  # the shard cap, not the bytes
+    jobs = [fake_job(i) for i in range(MATRIX_CAP * MATRIX_CAP + 1)]
+    with pytest.raises(CapacityError, match="65537 jobs exceed the workflow's capacity of 256"):
+        write_plan(jobs, tmp_path, max_shards=10**30)
+
+
 def test_a_new_plan_replaces_the_old_shard_files(tmp_path: Path) -> None:
     write_plan([fake_job(i) for i in range(600)], tmp_path)
     assert write_plan([fake_job(1)], tmp_path)["shards"] == "[0]"
