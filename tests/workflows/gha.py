@@ -95,20 +95,17 @@ class Expr:
         self.i += 1
         return got
 
-    def _or(self) -> Any:
-        v = self._and()
-        while self._peek() == "||":
-            self._take()
-            right = self._and()
-            v = v if truthy(v) else right
-        return v
+    def _or(self) -> Any:  # the first truthy operand, else the last
+        return self._chain("||", self._and, lambda v, right: v if truthy(v) else right)
 
-    def _and(self) -> Any:
-        v = self._eq()
-        while self._peek() == "&&":
+    def _and(self) -> Any:  # the first falsy operand, else the last
+        return self._chain("&&", self._eq, lambda v, right: right if truthy(v) else v)
+
+    def _chain(self, op: str, operand: Any, combine: Any) -> Any:
+        v = operand()
+        while self._peek() == op:
             self._take()
-            right = self._eq()
-            v = right if truthy(v) else v
+            v = combine(v, operand())
         return v
 
     def _eq(self) -> Any:
