@@ -28,7 +28,9 @@ from ..results.collect import collect
 from ..results.compare import DEFAULT_NOISE, compare, failures, markdown
 from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
 from ..results.export import write_records_csv, write_records_jsonl
-from ..results.records import Record, run_order
+from ..results.failures import JobFailure
+from ..results.failures import select as select_failures
+from ..results.records import Record, order_runs, run_order
 from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
 from ..results.store import Store, is_store
 
@@ -126,6 +128,10 @@ def _collect(args: argparse.Namespace) -> int:
         print(f"collect: {s.line()}")
         if result.agentic or evals.records:
             print(f"collect: {_kinds_line(result.agentic, len(evals.records), stored)}")
+        if result.failures:
+            stored_text = (f" (store: {result.failures_stored.text()})"
+                           if result.failures_stored is not None else "")
+            print(f"collect: {len(result.failures)} failed jobs{stored_text}")
         if note:
             print(note)
     return 1 if args.strict and problems else 0
@@ -161,12 +167,14 @@ def _report(args: argparse.Namespace) -> int:
     launch = launch_commands(args.catalog_json) if args.catalog_json else None
     loaded = load(args.inputs)
     records = select_runs(loaded.records, args.run, args.last,
-                          known={a.run_id for a in loaded.agentic})
+                          known={a.run_id for a in loaded.agentic} | {f.run_id for f in loaded.failures})
     searches = select_agentic(loaded.agentic, args.run, args.last)
+    broken = failures_of(loaded.failures, records, args.run, args.last)
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
                            title=args.title, catalog=args.catalog, launch=launch,
-                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md)
+                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md,
+                           failures=broken)
     summary = outputs["summary"]
     target = args.summary or (Path(os.environ["GITHUB_STEP_SUMMARY"])
                               if os.environ.get("GITHUB_STEP_SUMMARY") else None)
@@ -174,11 +182,25 @@ def _report(args: argparse.Namespace) -> int:
         with target.open("a", encoding="utf-8") as fh:
             fh.write(summary.read_text(encoding="utf-8"))
     searched = f", {len(searches)} agentic capacity records" if searches else ""
-    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs{searched} -> "
+    failed = f", {len(broken)} failed jobs" if broken else ""
+    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs{searched}{failed} -> "
           f"{args.output}")
     for name, path in outputs.items():
         print(f"  {name}: {path}")
     return 0
+
+
+def failures_of(failures: Sequence[JobFailure], records: Sequence[Record],
+                runs: Sequence[str] | None, last: int | None) -> list[JobFailure]:
+    """The failure records of the runs a report shows: those named, else of the last N runs
+    (levels' and failures' runs together), else all."""
+    if runs:
+        return select_failures(failures, runs)
+    if last is not None:
+        order = order_runs([(r.run_id, r.started_at) for r in records]
+                           + [(f.run_id, f.failed_at) for f in failures])
+        return select_failures(failures, order[-last:])
+    return list(failures)
 
 
 def report_main(argv: Sequence[str]) -> int:
@@ -208,9 +230,11 @@ def compare_parser() -> argparse.ArgumentParser:
 class _Side:
     records: list[Record]
     agentic: list[AgenticRecord]
+    failures: list[JobFailure]
 
     def runs(self) -> set[str]:
-        return {r.run_id for r in self.records} | {a.run_id for a in self.agentic}
+        return ({r.run_id for r in self.records} | {a.run_id for a in self.agentic}
+                | {f.run_id for f in self.failures})
 
 
 def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
@@ -218,18 +242,19 @@ def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
     (throughput and capacity each their own latest), or everything a folder or file holds."""
     if run is not None:
         loaded = load_one(path)
-        known = {a.run_id for a in loaded.agentic}
+        known = {a.run_id for a in loaded.agentic} | {f.run_id for f in loaded.failures}
         return _Side(select_runs(loaded.records, [run], known=known),
-                     select_agentic(loaded.agentic, [run]))
+                     select_agentic(loaded.agentic, [run]), select_failures(loaded.failures, [run]))
     if path.is_file() and is_store(path):
         with Store(path) as db:
             runs = [r for r in db.runs() if exclude is None or r not in exclude.runs()]
             searched = sorted({a.run_id for a in db.agentic()}
                               - (exclude.runs() if exclude else set()))
             return _Side(db.records(runs[-1:]) if runs else [],
-                         db.agentic(searched[-1:]) if searched else [])
+                         db.agentic(searched[-1:]) if searched else [],
+                         db.failures(runs[-1:]) if runs else [])
     loaded = load_one(path)
-    return _Side(loaded.records, loaded.agentic)
+    return _Side(loaded.records, loaded.agentic, loaded.failures)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -240,7 +265,7 @@ def _compare(args: argparse.Namespace) -> int:
     new = _side(args.new, args.new_run)
     base = _side(args.base, args.base_run, new)
     noise = args.noise / 100
-    rows = compare(base.records, new.records, noise)
+    rows = compare(base.records, new.records, noise, base.failures, new.failures)
     capacity = compare_agentic(base.agentic, new.agentic, noise)
     text, acc_regressions = accuracy_section(evals_from([args.base], base.runs()),
                                              evals_from([args.new], new.runs()),

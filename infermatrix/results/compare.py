@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .failures import JobFailure, latest
 from .pareto import latest_per_config
 from .records import NaturalKey, Record
 
@@ -34,6 +35,7 @@ class Row:
     new: Record | None
     change: str
     deltas: dict[str, float | None] = field(default_factory=dict)  # metric -> relative change
+    failure: JobFailure | None = None  # why a side's job broke (the new side's, else the base's)
 
     def worse_by(self, metric: str, higher: bool) -> float:
         """How much worse ``metric`` got, as a fraction (≤ 0 when it did not get worse)."""
@@ -47,12 +49,20 @@ def delta(base: float | None, new: float | None) -> float | None:
     return (new - base) / abs(base)
 
 
-def classify(base: Record | None, new: Record | None, noise: float = DEFAULT_NOISE
+Side = Record | JobFailure  # a configuration's latest level, or the failure of its job
+
+
+def _ok(side: Side) -> bool:
+    return isinstance(side, Record) and side.ok
+
+
+def classify(base: Side | None, new: Side | None, noise: float = DEFAULT_NOISE
              ) -> tuple[str, dict[str, float | None]]:
     if base is None or new is None:
         return ("new" if base is None else "gone"), {}
-    if not (base.ok and new.ok):
-        return ("failing" if not (base.ok or new.ok) else "now failing" if base.ok else "fixed"), {}
+    if not (_ok(base) and _ok(new)) or not (isinstance(base, Record) and isinstance(new, Record)):
+        return ("failing" if not (_ok(base) or _ok(new))
+                else "now failing" if _ok(base) else "fixed"), {}
     deltas = {m: delta(base.metric(m), new.metric(m)) for m, _ in HEADLINE}
     worse = better = False
     for m, higher in HEADLINE:
@@ -66,13 +76,30 @@ def classify(base: Record | None, new: Record | None, noise: float = DEFAULT_NOI
     return ("regression" if worse else "improved" if better else "same"), deltas
 
 
-def compare(base: Iterable[Record], new: Iterable[Record],
-            noise: float = DEFAULT_NOISE) -> list[Row]:
-    """One row per configuration of either side, the most urgent changes first."""
-    a = {r.natural_key: r for r in latest_per_config(base)}
-    b = {r.natural_key: r for r in latest_per_config(new)}
-    rows = [Row(k, a.get(k), b.get(k), *classify(a.get(k), b.get(k), noise))
-            for k in sorted(a.keys() | b.keys())]
+def latest_sides(records: Iterable[Record], failures: Iterable[JobFailure] = ()
+                 ) -> dict[NaturalKey, Side]:
+    """Each configuration's latest state: its latest level, or the failure of a job of a later
+    run that was to measure it (run ids sort by time)."""
+    out: dict[NaturalKey, Side] = {r.natural_key: r for r in latest_per_config(records)}
+    for key, f in latest(list(failures)).items():
+        if key not in out or out[key].run_id < f.run_id:
+            out[key] = f
+    return out
+
+
+def compare(base: Iterable[Record], new: Iterable[Record], noise: float = DEFAULT_NOISE,
+            base_failures: Iterable[JobFailure] = (), new_failures: Iterable[JobFailure] = ()
+            ) -> list[Row]:
+    """One row per configuration of either side, the most urgent changes first; a job that
+    broke (a failure record) counts as failing each level it was to measure."""
+    a, b = latest_sides(base, base_failures), latest_sides(new, new_failures)
+    rows = []
+    for k in sorted(a.keys() | b.keys()):
+        old, now = a.get(k), b.get(k)
+        broke = next((s for s in (now, old) if isinstance(s, JobFailure)), None)
+        rows.append(Row(k, old if isinstance(old, Record) else None,
+                        now if isinstance(now, Record) else None, *classify(old, now, noise),
+                        failure=broke))
     return sorted(rows, key=lambda r: CHANGES.index(r.change))
 
 
@@ -92,6 +119,8 @@ def _fmt(v: float | None) -> str:
 def _cell(row: Row, metric: str) -> str:
     old = row.base.metric(metric) if row.base is not None else None
     new = row.new.metric(metric) if row.new is not None else None
+    if row.failure is not None:
+        return f"{_fmt(old)} → job failed" if row.new is None else f"job failed → {_fmt(new)}"
     if row.base is None or row.new is None:
         return _fmt(new if row.new is not None else old)
     d = row.deltas.get(metric)  # none when a side failed: its numbers are partial
@@ -121,4 +150,20 @@ def markdown(rows: Sequence[Row], base: Sequence[Record], new: Sequence[Record],
         change = f"**{r.change}**" if r.change in ("now failing", "regression") else r.change
         cells = [change, recipe, workload, runner, str(conc), *(_cell(r, m) for m, _ in HEADLINE)]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + failure_reasons(rows)) + "\n"
+
+
+def failure_reasons(rows: Sequence[Row]) -> list[str]:
+    """Markdown lines: why each job that now fails (or still fails) broke, once per job."""
+    seen: dict[tuple[str, str], tuple[str, JobFailure]] = {}
+    for r in rows:
+        if r.failure is not None and r.change in ("now failing", "failing"):
+            seen.setdefault(r.failure.key, (r.change, r.failure))
+    if not seen:
+        return []
+    lines = ["", "### Jobs that failed", ""]
+    for change, f in seen.values():
+        reason = " ".join(f.reason.split()).replace("`", "'")
+        lines.append(f"- **{change}**: `{f.recipe}` · {f.workload} · {f.runner} "
+                     f"(run `{f.run_id}`, {f.stage}): `{reason}`")
+    return lines

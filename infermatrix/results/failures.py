@@ -1,0 +1,67 @@
+"""Failure records: a job that broke before or during its levels (launch/failure.py writes
+``failure.json`` into its job folder). Collect keeps them beside the level records, so a fleet
+that broke overnight is reported as broken, not as a fleet with nothing to do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .records import NaturalKey
+
+KIND = "job-failure"
+STAGES = ("launch", "readiness", "levels", "capacity")
+
+
+class JobFailure(BaseModel):
+    """One failed job: where it broke, why, and what job it was (docs/results.md)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str = Field(min_length=1)
+    job_id: str = Field(min_length=1)
+    recipe: str = Field(min_length=1)
+    workload: str = Field(min_length=1)
+    runner: str = ""
+    model: str | None = None
+    hardware: str | None = None
+    engine: str | None = None
+    fingerprint: str | None = None
+    concurrency: list[int] = Field(default_factory=list)
+    launcher: str | None = None
+    simulated: bool = False
+    stage: str = "launch"
+    reason: str = "failed"
+    log_tail: str = ""
+    failed_at: str | None = None
+    source: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.run_id, self.job_id)
+
+    def natural_keys(self) -> list[NaturalKey]:
+        """The configurations (recipe, workload, runner, level) this job was to measure."""
+        return [(self.recipe, self.workload, self.runner, c) for c in self.concurrency]
+
+
+def parse(doc: dict, source: str | None = None) -> JobFailure:
+    """A failure record from its document (pydantic's ValidationError, a ValueError, when
+    it is unusable)."""
+    return JobFailure.model_validate({**doc, "source": source})
+
+
+def select(failures: Iterable[JobFailure], runs: Iterable[str] | None) -> list[JobFailure]:
+    """The failures of ``runs`` (all when None), by run and job."""
+    keep = None if runs is None else set(runs)
+    return sorted((f for f in failures if keep is None or f.run_id in keep), key=lambda f: f.key)
+
+
+def latest(failures: Sequence[JobFailure]) -> dict[NaturalKey, JobFailure]:
+    """Configuration → its failure in the latest run that has one (run ids sort by time)."""
+    out: dict[NaturalKey, JobFailure] = {}
+    for f in sorted(failures, key=lambda f: f.key):
+        for key in f.natural_keys():
+            out[key] = f
+    return out
