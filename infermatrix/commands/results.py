@@ -8,6 +8,7 @@ and ``report`` together here; those packages do not import each other.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sqlite3
 import sys
@@ -25,12 +26,13 @@ from ..report import build_report
 from ..report.dashboard import launch_commands
 from ..results.agentic import AgenticRecord
 from ..results.collect import collect
-from ..results.compare import DEFAULT_NOISE, compare, failures, markdown
+from ..results.compare import DEFAULT_NOISE, HEADLINE, compare, failures, markdown
 from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
 from ..results.export import write_records_csv, write_records_jsonl
 from ..results.failures import JobFailure
 from ..results.failures import select as select_failures
 from ..results.records import Record, order_runs, run_order
+from ..results.regression import DEFAULT_LOOKBACK, DEFAULT_Z, MIN_NIGHTS, Rule, night_history
 from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
 from ..results.store import Store, is_store
 
@@ -217,13 +219,37 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("new", type=Path, metavar="NEW", help="run directory, store or records JSONL")
     p.add_argument("--base-run", metavar="RUN_ID", help="the run of BASE to compare")
     p.add_argument("--new-run", metavar="RUN_ID", help="the run of NEW to compare")
-    p.add_argument("--noise", type=float, default=DEFAULT_NOISE * 100, metavar="PCT",
-                   help="changes within ± PCT %% are 'same' (default 3)")
-    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
-                   help="exit 1 when a headline metric is worse by more than PCT %%, a level "
-                        "that passed now fails, an SLO tier holds fewer agents by more than "
-                        "PCT %% or an accuracy evaluation that passed now fails")
+    p.add_argument("--noise", type=_amount("--noise"), default=DEFAULT_NOISE * 100,
+                   metavar="PCT", help="the night-to-night band of a configuration with fewer "
+                   f"than {MIN_NIGHTS} runs of history (default 3); SLO tiers' agents within "
+                   "± PCT %% are 'same'")
+    p.add_argument("--z", type=_amount("--z"), default=DEFAULT_Z, metavar="Z",
+                   help="a change is a regression only beyond Z × both the levels' own "
+                        "bootstrap spread and the night-to-night spread (default %(default)g)")
+    p.add_argument("--lookback", type=int, default=DEFAULT_LOOKBACK, metavar="N",
+                   help="the night-to-night spread comes from BASE's last N runs (a history "
+                        "store, or a folder or JSONL of several runs; default %(default)s)")
+    p.add_argument("--fail-on-regression", type=_amount("--fail-on-regression"), metavar="PCT",
+                   help="exit 1 when a regression (beyond the noise, as --z says) is worse by "
+                        "more than PCT %% (0: any), a level that passed now fails, an SLO tier "
+                        "holds fewer agents by more than PCT %% or an accuracy evaluation that "
+                        "passed now fails")
     return p
+
+
+def _amount(flag: str) -> Callable[[str], float]:
+    """An argparse type: a finite number ≥ 0 (nan would silently disable a gate)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"{flag}: {text!r} is not a finite number ≥ 0")
+        return value
+
+    return parse
 
 
 @dataclass
@@ -257,28 +283,45 @@ def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
     return _Side(loaded.records, loaded.agentic, loaded.failures)
 
 
+def _history(path: Path, base: _Side, new: _Side, lookback: int) -> list[Record]:
+    """BASE's runs up to the one compared (never NEW's): the last ``lookback`` of them, whose
+    night-to-night spread the regression rule weighs a change against."""
+    if not base.records:
+        return []
+    last = max(run_order(base.records))
+    if path.is_file() and is_store(path):
+        with Store(path) as db:
+            runs = [r for r in db.runs() if r not in new.runs() and r <= last]
+            return db.records(runs[-lookback:])
+    loaded = load_one(path).records
+    runs = [r for r in run_order(loaded) if r not in new.runs() and r <= last]
+    return [r for r in loaded if r.run_id in set(runs[-lookback:])]
+
+
 def _compare(args: argparse.Namespace) -> int:
     check_exists([args.base, args.new])
-    for name in ("noise", "fail_on_regression"):
-        if (getattr(args, name) or 0) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    if args.lookback < 1:
+        raise UsageError(f"--lookback: at least 1 run, not {args.lookback}")
     new = _side(args.new, args.new_run)
     base = _side(args.base, args.base_run, new)
     noise = args.noise / 100
-    rows = compare(base.records, new.records, noise, base.failures, new.failures)
+    rule = Rule(noise=noise, z=args.z,
+                nights=night_history(_history(args.base, base, new, args.lookback),
+                                     args.lookback, [m for m, _ in HEADLINE]))
+    rows = compare(base.records, new.records, noise, base.failures, new.failures, rule=rule)
     capacity = compare_agentic(base.agentic, new.agentic, noise)
     text, acc_regressions = accuracy_section(evals_from([args.base], base.runs()),
                                              evals_from([args.new], new.runs()),
                                              current_accuracy())
-    print(markdown(rows, base.records, new.records, noise) + agentic_markdown(capacity) + text,
-          end="")
+    print(markdown(rows, base.records, new.records, noise, rule, args.lookback)
+          + agentic_markdown(capacity) + text, end="")
     if args.fail_on_regression is None:
         return 0
     bad = failures(rows, args.fail_on_regression / 100)
     fewer = agentic_regressions(capacity, args.fail_on_regression / 100)
     if bad or fewer or acc_regressions:
-        print(f"infermatrix compare: {len(bad)} configurations worse by more than "
-              f"{args.fail_on_regression:g}% or now failing, {len(fewer)} SLO tiers with fewer "
+        print(f"infermatrix compare: {len(bad)} configurations now failing or worse beyond "
+              f"the noise by more than {args.fail_on_regression:g}%, {len(fewer)} SLO tiers with fewer "
               f"agents, {acc_regressions} accuracy regressions", file=sys.stderr)
         return 1
     return 0
