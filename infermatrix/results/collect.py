@@ -251,5 +251,6 @@ def collect(paths: Iterable[Path], store: Path | None = None) -> CollectResult:
         with Store(store) as db:
             result.summary.stored = db.save(result.records, result.raw)
             result.agentic_stored = db.save_agentic(result.agentic)
-            result.failures_stored = db.save_failures(result.failures)
+            result.failures_stored = db.save_failures(
+                result.failures, resolved={(r.run_id, r.job_id) for r in result.records})
     return result

@@ -275,8 +275,13 @@ class Store:
             items.append((r.key, body, (*r.key, r.passing_concurrency, body)))
         return self._upsert("agentic", items)
 
-    def save_failures(self, failures: Sequence[JobFailure]) -> SaveCounts:
-        """Insert or update failure records (one per run × job)."""
+    def save_failures(self, failures: Sequence[JobFailure],
+                      resolved: Iterable[tuple[str, str]] = ()) -> SaveCounts:
+        """Insert or update failure records (one per run × job); drop those of ``resolved``
+        jobs (run, job): a retry (``--resume``) that measured them removed their record."""
+        gone = [key for key in resolved if key not in {f.key for f in failures}]
+        if gone:
+            self._write("DELETE FROM failures WHERE run_id = ? AND job_id = ?", gone)
         items = []
         for f in failures:
             body = f.model_dump_json(exclude={"source"})

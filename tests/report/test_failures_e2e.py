@@ -28,6 +28,7 @@ DAEMON_DOWN = ("docker: Cannot connect to the Docker daemon at unix:///var/run/d
                "Is the docker daemon running?")
 BROKEN_JOB = "smoke-1k-128.h200-dgx.c16"
 RECIPE = "llama-3.1-70b-instruct/h200-vllm-fp8"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # kept out of git
 
 
 def _wrapper(folder: Path) -> Path:
@@ -118,6 +119,9 @@ def test_a_job_whose_server_cannot_start_is_reported_everywhere(
             rows = await page.eval("[...document.querySelectorAll('#failed-list tbody tr')]"
                                    ".map(tr => tr.textContent)")
             assert len(rows) == 1 and DAEMON_DOWN in rows[0] and "readiness" in rows[0]
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.eval("document.querySelector('#failed details').open = true")
+            await page.screenshot(ARTIFACTS / "failed-list.png")
             assert await page.eval("document.getElementById('ff-count').textContent") \
                 == "1 of 1 failed jobs"
             # the filters narrow the list: another stage shows nothing, its own shows it again

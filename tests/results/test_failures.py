@@ -80,6 +80,16 @@ def test_collect_counts_failed_jobs_and_the_store_keeps_them(tmp_path: Path) -> 
     with Store(store) as db:
         assert [x.reason for x in db.failures()] == [f.reason]
         assert db.runs() == ["20261127T010000Z-a"]  # a run whose every job failed is a run
+    # a retry measured the job (--resume): its failure record is gone, and from the store too
+    from imx_results_data import level
+
+    job_dir = run / "jobs" / "r.w.h200-dgx-1"
+    (job_dir / "failure.json").unlink()
+    (job_dir / "conc-4.json").write_text(json.dumps(level(4, {
+        "run_id": "20261127T010000Z-a", "job_id": "r.w.h200-dgx-1", "recipe": "m/r"})))
+    collect([run], store=store)
+    with Store(store) as db:
+        assert db.failures() == [] and db.count() == 1
 
 
 def test_a_v4_store_gains_the_failures_table(tmp_path: Path) -> None:
