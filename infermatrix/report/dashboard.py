@@ -147,7 +147,9 @@ def _select(name: str, label: str) -> str:
 def render_html(data: dict[str, Any]) -> str:
     # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or "<!--"
     # can end or confuse the script element.
-    blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    # the failures travel in their own element, read by their own section (failures_view.py)
+    blob = json.dumps({k: v for k, v in data.items() if k != "failures"}, separators=(",", ":"),
+                      allow_nan=False).replace("<", "\\u003c")
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
     agentic = data.get("agentic")
