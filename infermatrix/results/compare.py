@@ -200,7 +200,9 @@ def failure_reasons(rows: Sequence[Row]) -> list[str]:
         return []
     lines = ["", "### Jobs that failed", ""]
     for change, f in seen.values():
-        reason = " ".join(f.reason.split()).replace("`", "'")
-        lines.append(f"- **{change}**: `{f.recipe}` · {f.workload} · {f.runner} "
-                     f"(run `{f.run_id}`, {f.stage}): `{reason}`")
+        recipe, workload, runner, run, stage, reason = (
+            " ".join(t.split()).replace("`", "'")  # each a code span: no markup from a record
+            for t in (f.recipe, f.workload, f.runner, f.run_id, f.stage, f.reason))
+        lines.append(f"- **{change}**: `{recipe}` · `{workload}` · `{runner}` "
+                     f"(run `{run}`, {stage}): `{reason}`")
     return lines
