@@ -288,14 +288,18 @@ def _history(path: Path, base: _Side, new: _Side, lookback: int) -> list[Record]
     night-to-night spread the regression rule weighs a change against."""
     if not base.records:
         return []
-    last = max(run_order(base.records))
+    last = run_order(base.records)[-1]
+
+    def window(order: list[str]) -> list[str]:
+        order = [r for r in order if r not in new.runs()]
+        return order[:order.index(last) + 1][-lookback:] if last in order else [last]
+
     if path.is_file() and is_store(path):
         with Store(path) as db:
-            runs = [r for r in db.runs() if r not in new.runs() and r <= last]
-            return db.records(runs[-lookback:])
+            return db.records(window(db.runs()))
     loaded = load_one(path).records
-    runs = [r for r in run_order(loaded) if r not in new.runs() and r <= last]
-    return [r for r in loaded if r.run_id in set(runs[-lookback:])]
+    keep = set(window(run_order(loaded)))
+    return [r for r in loaded if r.run_id in keep]
 
 
 def _compare(args: argparse.Namespace) -> int:

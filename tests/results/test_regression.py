@@ -94,3 +94,37 @@ def test_the_output_says_by_how_much_and_how_sure() -> None:
     assert "band ±3.0%: under 3 runs of history" in line
     assert confidence_text(0.95) == "95%" and confidence_text(0.9999) == "99.99%"
     assert confidence_text(1.0) == ">99.999%"
+
+
+def test_the_cli_weighs_a_change_against_the_stores_history(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from infermatrix.results import collect
+
+    def write(run: str, scale: float, seed: int) -> Path:
+        s = samples(4000, seed=seed)
+        raw = make_raw({"run_id": run, "started_at": f"2026-11-{run[6:8]}T00:00:00Z"},
+                       output_throughput=450.0 * scale, request_samples=s,
+                       median_ttft_ms=sorted(s["ttft_ms"])[2000])
+        path = tmp_path / run / "jobs" / "job-a" / "conc-4.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(raw))
+        return tmp_path / run
+
+    store = tmp_path / "history.sqlite"
+    for i, scale in enumerate((1.0, 0.95, 1.05, 0.97, 1.03)):  # a configuration swinging ±5 %
+        collect([write(f"202611{10 + i}T000000Z-n", scale, seed=1)], store=store)
+    new = write("20261121T000000Z-new", 0.92, seed=1)  # 8 % below the first night
+
+    def gate(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "infermatrix.cli", "compare", str(store),
+                               str(new), "--fail-on-regression", "0", *more],
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    within = gate()  # the last 10 runs: 5 nights of ±4 % spread: within the noise
+    assert within.returncode == 0 and "1 same" in within.stdout, within.stdout + within.stderr
+    short = gate("--lookback", "2")  # 2 runs: the spread is not known, ±3 % stands in
+    assert short.returncode == 1 and "**1 regression**" in short.stdout
+    assert "band ±3.0%: under 3 runs of history" in short.stdout
