@@ -3,8 +3,12 @@ the configuration's night-to-night spread over the history (results/regression.p
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,10 +101,6 @@ def test_the_output_says_by_how_much_and_how_sure() -> None:
 
 
 def test_the_cli_weighs_a_change_against_the_stores_history(tmp_path: Path) -> None:
-    import json
-    import subprocess
-    import sys
-
     from infermatrix.results import collect
 
     def write(run: str, scale: float, seed: int) -> Path:
