@@ -29,7 +29,7 @@ from ..results.collect import collect
 from ..results.compare import DEFAULT_NOISE, HEADLINE, compare, failures, markdown
 from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
 from ..results.export import write_records_csv, write_records_jsonl
-from ..results.failures import JobFailure
+from ..results.failures import JobFailure, not_superseded
 from ..results.failures import select as select_failures
 from ..results.records import Record, order_runs, run_order
 from ..results.regression import DEFAULT_LOOKBACK, DEFAULT_Z, MIN_NIGHTS, Rule, night_history
@@ -194,15 +194,15 @@ def _report(args: argparse.Namespace) -> int:
 
 def failures_of(failures: Sequence[JobFailure], records: Sequence[Record],
                 runs: Sequence[str] | None, last: int | None) -> list[JobFailure]:
-    """The failure records of the runs a report shows: those named, else of the last N runs
-    (levels' and failures' runs together), else all."""
+    """The failure records of the runs a report shows (those named, else of the last N runs,
+    levels' and failures' runs together, else all) that no later run measured past."""
     if runs:
-        return select_failures(failures, runs)
-    if last is not None:
+        failures = select_failures(failures, runs)
+    elif last is not None:
         order = order_runs([(r.run_id, r.started_at) for r in records]
                            + [(f.run_id, f.failed_at) for f in failures])
-        return select_failures(failures, order[-last:])
-    return list(failures)
+        failures = select_failures(failures, order[-last:])
+    return not_superseded(failures, records)
 
 
 def report_main(argv: Sequence[str]) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .records import NaturalKey
+from .records import NaturalKey, Record, order_runs
 
 KIND = "job-failure"
 STAGES = ("launch", "readiness", "levels", "capacity")
@@ -65,3 +65,19 @@ def latest(failures: Sequence[JobFailure]) -> dict[NaturalKey, JobFailure]:
         for key in f.natural_keys():
             out[key] = f
     return out
+
+
+def not_superseded(failures: Sequence[JobFailure], records: Sequence[Record]
+                   ) -> list[JobFailure]:
+    """The failures no later run has measured past: a configuration (recipe, workload, runner)
+    with an OK level in a run after its failure is no longer failing (a report over a year of
+    history lists what is broken now, not every night that ever broke)."""
+    order = {run: i for i, run in enumerate(order_runs(
+        [(r.run_id, r.started_at) for r in records] + [(f.run_id, f.failed_at) for f in failures]))}
+    latest_ok: dict[tuple[str, str, str], int] = {}
+    for r in records:
+        if r.ok:
+            key = (r.recipe, r.workload, r.runner)
+            latest_ok[key] = max(latest_ok.get(key, -1), order[r.run_id])
+    return [f for f in failures
+            if latest_ok.get((f.recipe, f.workload, f.runner), -1) < order[f.run_id]]

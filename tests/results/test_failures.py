@@ -60,7 +60,9 @@ def test_the_stage_follows_what_the_manifest_recorded(tmp_path: Path) -> None:
 def _failed_run(root: Path, run_id: str = "20261127T010000Z-a") -> Path:
     job_dir = root / run_id / "jobs" / "r.w.h200-dgx-1"
     job_dir.mkdir(parents=True)
-    record_failure(job_dir, _manifest(run_id=run_id, server_logs=["s.log"]), simulated=True)
+    record_failure(job_dir, _manifest(run_id=run_id, server_logs=["s.log"],
+                                      finished_at=f"2026-11-{run_id[6:8]}T01:30:00Z"),
+                   simulated=True)
     (job_dir.parent / "broken").mkdir()
     (job_dir.parent / "broken" / "failure.json").write_text(json.dumps({"kind": "job-failure"}))
     return root / run_id
@@ -122,3 +124,25 @@ def test_compare_says_now_failing_with_the_reason(tmp_path: Path) -> None:
     fixed = compare([], base, base_failures=new)
     assert {r.change for r in fixed} == {"fixed"}
     assert isinstance(new[0], JobFailure)
+
+
+def test_a_report_lists_only_failures_no_later_run_measured_past(tmp_path: Path) -> None:
+    from imx_results_data import level
+
+    from infermatrix.results.failures import not_superseded
+
+    failed = collect([_failed_run(tmp_path / "runs", "20261120T010000Z-a")]).failures
+    later = collect([_failed_run(tmp_path / "later", "20261122T010000Z-c")]).failures
+
+    def ok(run: str) -> list:
+        path = tmp_path / run / "jobs" / "j" / "conc-4.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(level(4, {"run_id": run, "job_id": "j", "recipe": "m/r",
+                                             "workload": "w", "started_at": f"2026-11-{run[6:8]}"
+                                             "T01:00:00Z"})))
+        return collect([tmp_path / run]).records
+
+    measured = ok("20261121T010000Z-b")  # the night after the failure measured it fine
+    assert not_superseded(failed, measured) == []
+    assert not_superseded(later, measured) == later  # ... but it broke again the night after
+    assert not_superseded(failed, []) == failed
