@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filtered_plan, resolve_sweep
 from ..plan.jobs import Job
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
+from .failure import reason_of
 from .job import Interrupted, make_folder
 from .jobs_progress import JobsProgress
 from .pidfile import reap
@@ -162,9 +163,8 @@ def main(args: argparse.Namespace) -> int:
                     progress.end(job)
                     ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
                     current = None
-                    if outcome.error:
-                        print(f"  {outcome.status}: {outcome.error.splitlines()[0]}",
-                              file=sys.stderr)
+                    if outcome.error:  # the reason, not just the headline (the log tail's line)
+                        print(f"  {outcome.status}: {reason_of(outcome.error)}", file=sys.stderr)
         finally:
             progress.close()
         if args.level_pool is not None:
