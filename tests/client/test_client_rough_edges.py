@@ -56,7 +56,7 @@ def test_absurd_lengths_are_refused_at_once(flag: str, length: str) -> None:
                            f"http://127.0.0.1:{free_port()}", flag, length],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [f"error: {flag}: at most 10,485,760 tokens (more than "
+    assert proc.stderr.splitlines() == [f"error: {flag}: at most 16,777,216 tokens (more than "
                                         f"any model's context), got {int(length):,}"]
     assert time.monotonic() - t0 < 60  # a loaded machine; the old behaviour never finished
 
@@ -123,3 +123,12 @@ def test_offline_mode_is_honoured_at_once(tmp_path: Path, monkeypatch: pytest.Mo
 def test_neither_path_nor_hub_id(spec: str) -> None:
     with pytest.raises(ClientInputError, match="not a hub id"):
         load_tokenizer(spec)
+
+
+def test_the_client_takes_every_length_the_catalog_allows() -> None:
+    """A workload that validates must not be refused by the client it runs through."""
+    from infermatrix.catalog.schema import MAX_TOKENS as CATALOG_MAX
+    from infermatrix.client.config import MAX_TOKENS, BenchConfig
+
+    assert MAX_TOKENS >= CATALOG_MAX
+    assert BenchConfig(random_input_len=CATALOG_MAX).random_input_len == CATALOG_MAX
