@@ -19,9 +19,14 @@ TTY_INTERVAL_S = 0.5
 
 
 class Progress:
-    def __init__(self, total: int, enabled: bool) -> None:
+    """``by_time``: a closed-loop run of a fixed window (multi-turn sessions) counts seconds of
+    its window, ``total`` of them, not requests (their number is not known up front)."""
+
+    def __init__(self, total: int, enabled: bool, *, by_time: bool = False) -> None:
         self.total = total
         self.enabled = enabled
+        self.by_time = by_time
+        self.unit = "s" if by_time else "req"
         self.completed = 0
         self.failed = 0
         self._t0 = 0.0
@@ -35,7 +40,7 @@ class Progress:
         if not self.enabled:
             return
         if self._tty:
-            self._bar = tqdm(total=self.total, desc="bench", unit="req", file=sys.stderr,
+            self._bar = tqdm(total=self.total, desc="bench", unit=self.unit, file=sys.stderr,
                              dynamic_ncols=True, smoothing=0, mininterval=float("inf"))
         self._thread = threading.Thread(target=self._draw, name="bench-progress", daemon=True)
         self._thread.start()
@@ -55,15 +60,18 @@ class Progress:
 
     def _show(self) -> None:
         n = self.completed + self.failed
-        failed = f"{self.failed} failed"
+        failed = f"{n} requests, {self.failed} failed" if self.by_time else f"{self.failed} failed"
+        if self.by_time:
+            n = min(self.total, int(perf_counter() - self._t0))
         if self._bar is not None:
             self._bar.n = n
             self._bar.set_postfix_str(failed, refresh=False)
             self._bar.refresh()
             return
+        what = "s of the window" if self.by_time else "requests"
         meter = tqdm.format_meter(
-            n, self.total, perf_counter() - self._t0, prefix="[bench]", unit="req",
-            bar_format="{desc} {n_fmt}/{total_fmt} requests ({percentage:.0f}%), "
+            n, self.total, perf_counter() - self._t0, prefix="[bench]", unit=self.unit,
+            bar_format="{desc} {n_fmt}/{total_fmt} " + what + " ({percentage:.0f}%), "
                        "{elapsed} elapsed, ETA {remaining}{postfix}", postfix=failed)
         sys.stderr.write(meter + "\n")
         sys.stderr.flush()
