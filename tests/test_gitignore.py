@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
                     reason="needs the git checkout")
-@pytest.mark.parametrize("path", ["jobs.json", "cap.json", "site/index.html", "site/history.sqlite"])
+@pytest.mark.parametrize("path", ["jobs.json", "cap.json", "site/index.html", "site/history.sqlite",
+                                  "plan/shard-0.json"])
 def test_tour_outputs_are_ignored(path: str) -> None:
     proc = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=REPO,
                           check=False, timeout=60)
@@ -23,7 +24,8 @@ def test_tour_outputs_are_ignored(path: str) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
                     reason="needs the git checkout")
-@pytest.mark.parametrize("path", ["docs/site/x.md", "examples/jobs.json"])
+@pytest.mark.parametrize("path", ["docs/site/x.md", "examples/jobs.json",
+                                  "infermatrix/plan/jobs.py"])
 def test_files_named_like_them_elsewhere_are_not(path: str) -> None:
     proc = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=REPO,
                           check=False, timeout=60)
