@@ -16,6 +16,7 @@ from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
 from .engine_defaults import default_limits
 from .names import precision_name, resolve
+from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -127,6 +128,9 @@ class SimConfig:
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
+    # the measured operator profile this hardware's GEMMs and attention are timed by (a file;
+    # profiles.py, opfit.py); "" : the efficiency tables' rows
+    operator_profile: str = ""
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -383,6 +387,7 @@ class SimConfig:
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
+            operator_profile=_profile_file(catalog, hw),
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -469,6 +474,16 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[name], name
+
+
+def _profile_file(catalog: Catalog | None, hw: Hardware) -> str:
+    """The file of the operator profile a hardware entry names ("" for none)."""
+    if not hw.profile:
+        return ""
+    try:
+        return str(profile_path(hw.profile, catalog.root if catalog else None))
+    except ProfileError as exc:
+        raise SimConfigError(str(exc)) from None
 
 
 def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:
