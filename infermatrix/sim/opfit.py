@@ -37,6 +37,8 @@ US = 1e-6
 DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 P_GRID = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 16.0)
 DECODE_M, PREFILL_M = 128, 1024  # shape regimes: M <= 128 decode, M >= 1,024 prefill
+# issue 32's bounds: median |error| per family, and the median of each shape regime
+MAX_FAMILY_MEDIAN, MAX_REGIME_MEDIAN = 0.10, 0.20
 
 
 @dataclass(frozen=True)

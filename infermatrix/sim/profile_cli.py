@@ -25,7 +25,7 @@ from typing import Any
 from ..catalog.loader import load_catalog
 from .config import SimConfigError
 from .names import resolve
-from .opfit import compare, fit, summarise
+from .opfit import MAX_FAMILY_MEDIAN, MAX_REGIME_MEDIAN, FamilySummary, compare, fit, summarise
 from .profiles import FORMAT, fit_file, load_profile, profile_path
 
 MEASURE = Path(__file__).resolve().with_name("opmeasure.py")
@@ -48,8 +48,13 @@ def add_arguments(sub: Any) -> None:
     chk = sub.add_parser("opcheck", help="the fitted operator model against a profile's "
                                          "measurements, by family and shape regime")
     chk.add_argument("profile", type=Path, help="a profile (or an opcheck/1 measurement file)")
-    chk.add_argument("--hardware", help="catalog hardware whose datasheet scales a file that "
-                                        "carries none")
+    chk.add_argument("--hardware", help="catalog hardware whose model and datasheet to use "
+                                        "(default: the file's, or the one its device names)")
+    chk.add_argument("--refit", action="store_true",
+                     help="fit the operator model to the file itself instead")
+    chk.add_argument("--check", action="store_true",
+                     help="exit 1 unless every family is within the bounds (median |error| "
+                          "<= 10%%, each shape regime's median <= 20%%)")
     chk.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
 
 
@@ -119,7 +124,7 @@ def profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_fit(doc: dict[str, Any], fitted: Any) -> None:
+def _print_fit(doc: dict[str, Any], fitted: Any) -> list[FamilySummary]:
     for dtype, g in fitted.gemm.items():
         print(f"  gemm {dtype}: t0 {g.t0_s * 1e6:.1f} us, HBM {g.mem_eff:.2f}, compute "
               f"{g.comp_eff:.2f} x K/(K+{g.k_half:.0f}), p {g.p:g}")
@@ -128,28 +133,41 @@ def _print_fit(doc: dict[str, Any], fitted: Any) -> None:
           f"{d.per_pos_s * 1e9:.2f} ns a position")
     print(f"  prefill attention: t0 {p.t0_s * 1e6:.1f} us, compute {p.comp_eff:.2f}, "
           f"{p.per_token_s * 1e9:.2f} ns a key")
-    for s in summarise(compare(doc, fitted)):
+    summaries = summarise(compare(doc, fitted))
+    for s in summaries:
         print("  " + s.line())
+    return summaries
 
 
 def opcheck(args: argparse.Namespace) -> int:
-    """The operator model the simulator runs for ``--hardware`` (the fit of the profile its
+    """The operator model the simulator runs for a hardware (the fit of the profile its
     catalog entry names) against the measurements of a file, on that hardware's datasheet:
-    how a model fitted on one GPU carries over to another. Without ``--hardware``: the file's
-    own hardware, refitted to itself."""
+    how a model fitted on one GPU carries over to another. The hardware: ``--hardware``, else
+    the file's own, else the one its device name names. ``--refit``: fitted to the file
+    itself instead. ``--check``: exit 1 unless every family holds the issue's bounds."""
     cat = load_catalog(args.catalog_root)
-    sheet = _datasheet(args.catalog_root, args.hardware)[1] if args.hardware else None
-    doc = load_profile(args.profile, sheet)
-    if args.hardware:
-        name = resolve(cat.hardware, args.hardware, "hardware") or args.hardware
-        hw = cat.hardware[name]
-        if not hw.profile:
-            raise SimConfigError(f"{name} names no profile in matrix/hardware.yaml")
-        fitted = fit_file(profile_path(hw.profile, cat.root))
-        print(f"{args.profile} ({doc.get('device', '?')}) against the operator model of {name} "
-              f"({hw.profile}), on {name}'s datasheet")
-    else:
+    doc = load_profile(args.profile, need_datasheet=False)
+    name = args.hardware or doc.get("hardware") or _guess_hardware(str(doc.get("device", "")),
+                                                                   list(cat.hardware))
+    if name is None:
+        raise SimConfigError(f"no catalog hardware is named in {doc.get('device')!r}: give --hardware")
+    name, sheet = _datasheet(args.catalog_root, name)
+    doc = {**doc, "datasheet": sheet}
+    hw = cat.hardware[name]
+    if args.refit:
         fitted = fit(doc)
         print(f"{args.profile} ({doc.get('device', '?')}): operator model fitted to it")
-    _print_fit(doc, fitted)
-    return 0
+    else:
+        if not hw.profile:
+            raise SimConfigError(f"{name} names no profile in matrix/hardware.yaml (--refit "
+                                 "fits one to the file)")
+        fitted = fit_file(profile_path(hw.profile, cat.root))
+        print(f"{args.profile} ({doc.get('device', '?')}) against the operator model the "
+              f"simulator runs for {name} ({hw.profile}), on {name}'s datasheet")
+    summaries = _print_fit(doc, fitted)
+    missed = [s.family for s in summaries if s.median_abs > MAX_FAMILY_MEDIAN
+              or any(abs(v) > MAX_REGIME_MEDIAN for v in s.regimes.values())]
+    if missed:
+        print(f"outside the bounds (median |error| <= {MAX_FAMILY_MEDIAN:.0%} a family, "
+              f"<= {MAX_REGIME_MEDIAN:.0%} a regime): {', '.join(missed)}")
+    return 1 if args.check and missed else 0

@@ -44,9 +44,11 @@ def profile_path(name: str, root: Path | None = None) -> Path:
     return path
 
 
-def load_profile(path: Path | str, datasheet: dict[str, Any] | None = None) -> dict[str, Any]:
+def load_profile(path: Path | str, datasheet: dict[str, Any] | None = None,
+                 need_datasheet: bool = True) -> dict[str, Any]:
     """Read and check a profile; ``datasheet`` ({"tflops": {dtype: TFLOP/s}, "hbm_tbps": TB/s})
-    for a file that does not carry its own (an opcheck/1 measurement file)."""
+    for a file that does not carry its own (an opcheck/1 measurement file), or
+    ``need_datasheet=False`` to read one without it (the caller adds it)."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -64,7 +66,7 @@ def load_profile(path: Path | str, datasheet: dict[str, Any] | None = None) -> d
     if datasheet is not None:
         doc = {**doc, "datasheet": datasheet}
     sheet = doc.get("datasheet")
-    if not (isinstance(sheet, dict) and isinstance(sheet.get("tflops"), dict)
+    if (need_datasheet or sheet is not None) and not (isinstance(sheet, dict) and isinstance(sheet.get("tflops"), dict)
             and _positive(sheet.get("hbm_tbps"))
             and all(_positive(v) for v in sheet["tflops"].values())):
         raise ProfileError(f"{path}: datasheet: give tflops {{dtype: number}} and hbm_tbps "

@@ -16,15 +16,13 @@ from sim_helpers import catalog
 
 from infermatrix.sim.config import SimConfig
 from infermatrix.sim.operators import StepModel
-from infermatrix.sim.opfit import compare, fit, summarise
+from infermatrix.sim.opfit import MAX_FAMILY_MEDIAN, MAX_REGIME_MEDIAN, compare, fit, summarise
 from infermatrix.sim.profiles import PROFILE_DIR, fit_file, load_profile
 
 H100_PROFILE = PROFILE_DIR / "h100-sxm-2026-11.json"
 SHARED = Path("/work/shared/measurements/h100-operators-2026-11.json")  # the measurement itself
 FAMILIES = {"attention projections", "dense MLP", "LM head", "decode attention",
             "prefill attention"}
-MAX_FAMILY_MEDIAN = 0.10  # median |error| per family
-MAX_REGIME_MEDIAN = 0.20  # no shape regime (decode M <= 128, mid, prefill M >= 1,024) further off
 # the step model's configurations for the profile's model shapes
 SHAPES = {("llama-3.1-8b-tp1", "bf16"): ("llama-3.1-8b-instruct", "bf16", 1),
           ("llama-3.1-8b-tp1", "fp8"): ("llama-3.1-8b-instruct", "fp8", 1),

@@ -113,6 +113,18 @@ def test_opcheck_reads_profiles_and_refuses_what_is_not_one(tmp_path: Path) -> N
     for family in ("attention projections", "dense MLP", "LM head", "decode attention",
                    "prefill attention"):
         assert family in proc.stdout, proc.stdout
+    # another GPU's measurements, twice as slow in every GEMM: the model it would be judged by
+    # misses the bounds (--check: exit 1), and a fit to the file itself holds them
+    doc = json.loads(builtin.read_text())
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({**doc, "results": [
+        {**r, "median_ms": r["median_ms"] * (2 if r["section"] == "gemm" else 1)}
+        for r in doc["results"]]}))
+    proc = sim("opcheck", str(slow), "--check", timeout=120)
+    assert proc.returncode == 1 and "outside the bounds" in proc.stdout, proc.stdout
+    assert "attention projections" in proc.stdout.splitlines()[-1]
+    proc = sim("opcheck", str(slow), "--check", "--refit", timeout=120)
+    assert proc.returncode == 0 and "outside the bounds" not in proc.stdout, proc.stdout
     bad = tmp_path / "bad.json"
     for text in ("not json", json.dumps({"format": "other/1", "results": []}),
                  json.dumps({"format": FORMAT, "results": [{"section": "gemm"}],
