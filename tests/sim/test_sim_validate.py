@@ -47,7 +47,7 @@ ALL_MAX_MEDIAN_ERROR = 0.25
 ALL_MIN_WITHIN_2X = 0.85
 # The out-of-source rows (no calibrate row shares their page or setup: the headline, docs/sim.md
 # "Out of source") are held to a little under what they read with the measured Hopper
-# operators (42 rows: 31% median, 88% within 2x on 2026-11-27; 27% / 90% with the tables'
+# operators (52 rows: 31% median, 87% within 2x on 2026-11-27; 27% / 90% with the tables'
 # end-to-end-fitted Hopper shares, which folded other mechanisms into them). The issue's
 # target is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
 OOS_MAX_MEDIAN_ERROR = 0.33
