@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..catalog.loader import Catalog
@@ -264,6 +265,8 @@ class SimConfig:
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
+        if self.operator_profile:  # GEMMs and attention timed by a measured profile
+            out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
             out["kv_transfer_gbps"] = round(self.kv_transfer_bw / GB, 1)
