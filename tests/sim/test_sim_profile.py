@@ -133,3 +133,18 @@ def test_opcheck_reads_profiles_and_refuses_what_is_not_one(tmp_path: Path) -> N
         proc = sim("opcheck", str(bad), timeout=120)
         assert proc.returncode == 2 and str(bad) in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_hardware_entry_naming_a_missing_profile_is_refused_at_its_line(tmp_path: Path) -> None:
+    root = tmp_path / "catalog"
+    for part in ("matrix", "benchmarks", "runners"):
+        shutil.copytree(REPO / part, root / part)
+    hw_file = root / "matrix" / "hardware.yaml"
+    text = hw_file.read_text()
+    hw_file.write_text(text.replace("profile: h100-sxm-2026-11", "profile: h100-nowhere", 1))
+    line = hw_file.read_text().splitlines().index(next(
+        ln for ln in hw_file.read_text().splitlines() if "h100-nowhere" in ln)) + 1
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.cli", "validate", "--root",
+                           str(root)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"hardware.yaml:{line}" in proc.stderr and "h100-nowhere" in proc.stderr, proc.stderr
