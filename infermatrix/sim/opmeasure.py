@@ -450,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import torch.nn.functional as F
 
+    if not args.tiny and not torch.cuda.is_available():
+        print("no CUDA GPU visible to torch: the full table needs one (--tiny measures a tiny "
+              "model on the CPU)", file=sys.stderr)
+        return 3
     if args.tiny:
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     doc = Profiler(args.tiny, args.budget_s).run()

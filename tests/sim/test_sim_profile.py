@@ -95,6 +95,18 @@ def test_profile_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "p.json").exists()
 
 
+def test_the_full_table_without_a_gpu_says_so(tmp_path: Path) -> None:
+    """Without a CUDA GPU the full table is refused at once (not hours of CPU matmuls)."""
+    python = torch_python()
+    probe = subprocess.run([python, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=300, check=False)
+    if probe.stdout.strip() != "False":
+        pytest.skip("a GPU is visible here")
+    proc = sim("profile", "-o", str(tmp_path / "p.json"), "--python", python, timeout=300)
+    assert proc.returncode == 2 and "--tiny" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "p.json").exists()
+
+
 def test_a_python_without_torch_is_named_with_the_extra(tmp_path: Path) -> None:
     """An interpreter without torch: one line saying how to get it, no traceback."""
     venv = tmp_path / "venv"
