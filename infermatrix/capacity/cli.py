@@ -31,6 +31,7 @@ from ..launch.monitor import GpuMonitor
 from ..launch.provenance import new_run_id
 from ..launch.readiness import NotReady
 from ..plan.measurement import dist_text
+from ..progress import Progress
 from ..results import agentic
 from ..results.store import Store
 from .normalise import Deployment
@@ -267,15 +268,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             disable_tqdm=True,
         )
         target = Target(cfg, engine=engine, affinity=affinity, power=power)
-        return find_capacity_sync(
-            target,
-            source,
-            wall_tiers,
-            dep,
-            settings,
-            log=log,
-            meta=_identity(cat, args, simulated_run),
-        )
+        with Progress(None, "capacity", unit="level", enabled=not args.quiet) as progress:
+            return find_capacity_sync(
+                target,
+                source,
+                wall_tiers,
+                dep,
+                settings,
+                log=log,
+                meta=_identity(cat, args, simulated_run),
+                progress=progress,
+            )
 
     monitor = None
     power = None

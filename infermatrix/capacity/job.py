@@ -22,10 +22,9 @@ from typing import Any
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
 from ..launch.job import JobOutcome, Serving
+from ..launch.jobs_progress import CAPACITY_FILE  # launch/ counts it as a job's progress
 from ..launch.provenance import git_sha
 from ..plan.jobs import Job
-
-CAPACITY_FILE = "capacity.json"
 
 
 def _identity(cat: Catalog, job: Job, run_id: str, launcher: str, simulated: bool) -> dict[str, Any]:

@@ -92,6 +92,12 @@ class Hardware(Strict):
     )
     tdp_w: Figure
     usd_per_gpu_hour: Figure
+    profile: str | None = Field(
+        default=None,
+        description="measured operator profile the simulator times this hardware's GEMMs and "
+        "attention with: a built-in name (infermatrix/sim/data/profiles/NAME.json) or a path "
+        "relative to the catalog root, as `infermatrix sim profile` writes it (docs/sim.md)",
+    )
 
     @field_validator("tflops")
     @classmethod

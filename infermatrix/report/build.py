@@ -16,6 +16,7 @@ from ..catalog.loader import Catalog
 from ..results.agentic import AgenticRecord
 from ..results.collect import CollectSummary, collect
 from ..results.export import write_records_csv, write_records_jsonl, write_text_atomic
+from ..results.failures import JobFailure
 from ..results.pareto import VIEWS, frontiers, latest_per_config
 from ..results.records import Record, run_order
 from . import catalog_page
@@ -141,7 +142,8 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
                  catalog_data: Mapping[str, Any] | None = None,
                  plots: bool = True,
                  agentic: Sequence[AgenticRecord] | None = None,
-                 accuracy_md: str = "", inline_limit: int = INLINE_LIMIT) -> dict[str, Path]:
+                 accuracy_md: str = "", failures: Sequence[JobFailure] = (),
+                 inline_limit: int = INLINE_LIMIT) -> dict[str, Path]:
     """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
 
     ``catalog``: where recipe links point; the default, ``catalog.html``, is written here from
@@ -151,6 +153,7 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
     ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
     capacity" tab and ``agentic.html`` (the same table as a static page) is written.
     ``accuracy_md``: the accuracy gate's section (evals' ``apply_gate``), ending the summary.
+    ``failures``: jobs that broke before or during their levels (summary, dashboard list).
     ``inline_limit``: a dashboard of more levels loads older runs and trends lazily, from chunk
     files beside it (``dashboard.chunks``).
     """
@@ -191,8 +194,10 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
         page = "agentic.html"
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
                                            catalog=catalog, launch=launch, agentic=agentic,
-                                           agentic_page=page, nav=nav, inline_limit=inline_limit)
-    summary = job_summary(records, collect_summary, agentic=agentic or (), current=current)
+                                           agentic_page=page, nav=nav, failures=failures,
+                                           inline_limit=inline_limit)
+    summary = job_summary(records, collect_summary, agentic=agentic or (), failures=failures,
+                          current=current)
     if accuracy_md:
         summary += "\n" + accuracy_md
     outputs["summary"] = write_text_atomic(out_dir / "summary.md", summary)
@@ -210,4 +215,5 @@ def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = N
     records, accuracy_md = gate(result.records) if gate is not None else (result.records, "")
     return build_report(records, run_dir, collect_summary=result.summary,
                         title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic,
-                        accuracy_md=accuracy_md, catalog_data=catalog_data)
+                        accuracy_md=accuracy_md, failures=result.failures,
+                        catalog_data=catalog_data)

@@ -21,11 +21,13 @@ from ..errors import UsageError
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
+from ..results.failures import JobFailure
 from ..results.pareto import AXES
 from ..results.records import Record, run_order
 from . import simulated
 from .agentic import NOTE
 from .dashboard_assets import CSS, JS
+from .failures_view import encode_failures, failed_section
 from .page import header_html
 from .simulated import SimMark
 from .style import DASHES, DECADE, KNOWN_ENGINES, LOG_METRICS, PALETTE, PER_GPU, colours, markers
@@ -122,7 +124,8 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
             catalog: str = "catalog.html",
             launch: Mapping[str, list[dict[str, str]]] | None = None,
             agentic: Sequence[AgenticRecord] | None = None,
-            agentic_page: str | None = None) -> dict[str, Any]:
+            agentic_page: str | None = None,
+            failures: Sequence[JobFailure] = ()) -> dict[str, Any]:
     """The page's data without its levels (``chunks`` adds them): what every view needs first."""
     engines = sorted({r.engine for r in records},
                      key=lambda e: (KNOWN_ENGINES.index(e) if e in KNOWN_ENGINES else 99, e))
@@ -147,6 +150,7 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         "count": len(records), "vocab": {k: sorted({getattr(r, k) for r in records})
                                          for k in FILTER_COLUMNS},
         "start": start_view(records, runs[-1] if runs else None), **extra,
+        "failures": encode_failures(failures),  # the "Failed jobs" section (failures_view.py)
     }
 
 
@@ -225,7 +229,8 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
                 nav: Mapping[str, str] | None = None) -> str:
     """``mark``: the simulated results among all the page holds (levels and capacity searches):
     the header's badge and the banner; ``nav``: the report's other pages (label → link)."""
-    blob = _json(data)
+    # the failures travel in their own element, read by their own section (failures_view.py)
+    blob = _json({k: v for k, v in data.items() if k != "failures"})
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
     agentic = data.get("agentic")
@@ -233,8 +238,8 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
                 if agentic else "")
     tab = '<button data-view="agentic">Agentic capacity</button>' if agentic else ""
     view = _agentic_view(data.get("agentic_page")) if agentic else ""
-    meta = (f'{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · '
-            f'generated {html.escape(data["generated_at"])}')
+    meta = (f'{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches}'
+            f'{_failed_count(data)} · generated {html.escape(data["generated_at"])}')
     buttons = ('<button data-view="chart">Chart</button><button data-view="table">Table</button>'
                f'<button data-view="compare">Compare runs</button>'
                f'<button data-view="trend">Trend</button>{tab}')
@@ -252,7 +257,7 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
 <section id="filters">
   {_select("f-run", "run")}{filters}
   <label class="inline"><span>failed levels</span><input type="checkbox" id="f-failed"></label>
-</section>
+</section>{failed_section(data.get("failures") or [])}
 <main>
   <p id="loading" class="muted" hidden></p>
   <section class="view" id="view-chart">
@@ -314,14 +319,14 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
                     launch: Mapping[str, list[dict[str, str]]] | None = None,
                     agentic: Sequence[AgenticRecord] | None = None,
                     agentic_page: str | None = None, nav: Mapping[str, str] | None = None,
-                    inline_limit: int = INLINE_LIMIT) -> Path:
+                    failures: Sequence[JobFailure] = (), inline_limit: int = INLINE_LIMIT) -> Path:
     """``agentic``: capacity-search records for the "Agentic capacity" tab (none: no tab);
     ``agentic_page``: a link to the static page of the same table, relative to ``path``;
     ``nav``: the report's pages (label → link) for the header; ``inline_limit``: up to this
     many levels the page holds them all, beyond it older runs and the trends are chunk files
     in ``DATA_FOLDER`` beside it (see ``chunks``)."""
     data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
-                   agentic=agentic, agentic_page=agentic_page)
+                   agentic=agentic, agentic_page=agentic_page, failures=failures)
     data["chunks"], files = chunks(records, raw_links or {}, data["runs"], DATA_FOLDER,
                                    inline_limit)
     folder = Path(path).parent / DATA_FOLDER
@@ -333,6 +338,11 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
         write_text_atomic(target, text)
     mark = simulated.of(records, agentic or ())
     return write_text_atomic(path, render_html(data, mark=mark, nav=nav))
+
+
+def _failed_count(data: dict[str, Any]) -> str:
+    failed = len(data.get("failures") or [])
+    return f' · <a class="bad" href="#failed">{_count(failed, "failed job")}</a>' if failed else ""
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:

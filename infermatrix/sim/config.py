@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .coverage import warn_if_unknown
 from .engine_defaults import default_limits
 from .names import precision_name, resolve
+from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -127,6 +130,11 @@ class SimConfig:
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
+    # every engine step takes this many times as long (an experiment's knob, sim/variation.py)
+    step_scale: float = 1.0
+    # the measured operator profile this hardware's GEMMs and attention are timed by (a file;
+    # profiles.py, opfit.py); "" : the efficiency tables' rows
+    operator_profile: str = ""
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -260,6 +268,8 @@ class SimConfig:
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
+        if self.operator_profile:  # GEMMs and attention timed by a measured profile
+            out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
             out["kv_transfer_gbps"] = round(self.kv_transfer_bw / GB, 1)
@@ -307,6 +317,7 @@ class SimConfig:
         batches for the whole DP group). ``rocm_aiter`` (AMD): False where the engine runs
         without AITER's kernels."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
+        warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
         if named is None:
@@ -383,6 +394,7 @@ class SimConfig:
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
+            operator_profile=_profile_file(catalog, hw),
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -411,6 +423,9 @@ class SimConfig:
 
         bound = {**recipe.params, **(params or {})}
         vendor = _lookup(catalog, "hardware", recipe.hardware)[0].vendor
+        from .variation import step_scale  # the environment's experiment knobs (off: 1.0)
+
+        scale = step_scale(recipe_id)
 
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
@@ -432,13 +447,14 @@ class SimConfig:
             # parallelism over the TP group: ep = tp, whether or not --ep is given
             a2a = knobs.pop("a2a_experts", False)
             ep = par.tp if a2a and par.ep == 1 else par.ep
-            return cls.from_parts(
+            made = cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
                 tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp, moe_a2a=a2a,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,
             )
+            return made if scale == 1.0 else replace(made, step_scale=scale)
 
         pools = recipe.topology.pools
         if recipe.topology.mode == "aggregated":
@@ -469,6 +485,16 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[name], name
+
+
+def _profile_file(catalog: Catalog | None, hw: Hardware) -> str:
+    """The file of the operator profile a hardware entry names ("" for none)."""
+    if not hw.profile:
+        return ""
+    try:
+        return str(profile_path(hw.profile, catalog.root if catalog else None))
+    except ProfileError as exc:
+        raise SimConfigError(str(exc)) from None
 
 
 def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:
