@@ -17,6 +17,7 @@ from test_report_agentic import EARLIER, LATEST, write_searches
 
 from infermatrix.report import build_report
 from infermatrix.results import collect
+from infermatrix.results.failures import JobFailure
 from infermatrix.results.store import Store
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -46,7 +47,11 @@ def _site(root: Path) -> Path:
     with Store(store) as db:
         records, raw, searches = db.records(), db.raw_all(), db.agentic()
     out = root / "site"
-    build_report(records, out, raw=raw, title="links", plots=False, agentic=searches)
+    broken = JobFailure(run_id=RUNS[-1], job_id="broken-job", recipe=JOBS[2].recipe,
+                        workload="fixed-1k-1k", runner="gb300-synth", stage="launch",
+                        reason="exited with code 125 before serving")  # the header links its list
+    build_report(records, out, raw=raw, title="links", plots=False, agentic=searches,
+                 failures=[broken])
     return out
 
 
@@ -108,6 +113,7 @@ def test_every_link_on_every_page_resolves(chromium: str, tmp_path: Path) -> Non
                    if urlparse(h).path.endswith("catalog.html")}
         assert {j.recipe for j in JOBS} <= catalog
         assert any("/raw/" in h or h.endswith(".json") for h in links["index.html"])
+        assert any(urlparse(h).fragment == "failed" for h in links["index.html"])
         for name in PAGES:
             assert {n for n in PAGES if n != name} <= {Path(urlparse(h).path).name
                                                        for h in links[name]}, name
