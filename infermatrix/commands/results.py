@@ -21,6 +21,7 @@ from ..evals.compare import accuracy_section
 from ..evals.history import collect_evals
 from ..evals.publish import apply_gate, collect_note, current_accuracy
 from ..evals.record import EvalRecord
+from ..markup import safe_href
 from ..report import build_report
 from ..report.dashboard import launch_commands
 from ..results.agentic import AgenticRecord
@@ -147,13 +148,21 @@ def report_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
     p.add_argument("--title", default="infermatrix results")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
-    p.add_argument("--catalog", default="catalog.html", metavar="URL",
+    p.add_argument("--catalog", default="catalog.html", metavar="URL", type=catalog_link,
                    help="recipe links: URL#<recipe-id>, or a template with {id} or {anchor}")
     p.add_argument("--catalog-json", type=Path, metavar="FILE",
                    help="`infermatrix catalog --json` output: embeds the launch commands")
     p.add_argument("--summary", type=Path, metavar="FILE",
                    help="append summary.md here (default: $GITHUB_STEP_SUMMARY when set)")
     return p
+
+
+def catalog_link(url: str) -> str:
+    """--catalog: a link the dashboard writes into every recipe's href, so http(s) or relative
+    only (a javascript: URL would run in the reader's browser)."""
+    if safe_href(url) is None:
+        raise argparse.ArgumentTypeError(f"not an http(s) or relative URL: {url[:80]!r}")
+    return url
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..markup import md_text
 from .pareto import latest_per_config
 from .records import NaturalKey, Record
 
@@ -100,7 +101,7 @@ def _cell(row: Row, metric: str) -> str:
 
 def _runs(records: Sequence[Record]) -> str:
     runs = sorted({r.run_id for r in records})
-    text = ", ".join(f"`{r}`" for r in runs[:3]) + (" …" if len(runs) > 3 else "")
+    text = ", ".join(md_text(r) for r in runs[:3]) + (" …" if len(runs) > 3 else "")
     return f"{text or 'nothing'} ({len(records)} levels)"
 
 
@@ -119,6 +120,7 @@ def markdown(rows: Sequence[Row], base: Sequence[Record], new: Sequence[Record],
     for r in rows:
         recipe, workload, runner, conc = r.key
         change = f"**{r.change}**" if r.change in ("now failing", "regression") else r.change
-        cells = [change, recipe, workload, runner, str(conc), *(_cell(r, m) for m, _ in HEADLINE)]
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        cells = [change, *map(md_text, (recipe, workload, runner, conc)),
+                 *(_cell(r, m) for m, _ in HEADLINE)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
