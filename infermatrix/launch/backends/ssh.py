@@ -70,7 +70,8 @@ def signal_command(pid_files: list[str], sig: str) -> str:
     """Signal each of our process groups; print 'alive' for each that was still there."""
     files = " ".join(shlex.quote(f) for f in pid_files)
     cleanup = ' rm -f "$f";' if sig == "KILL" else ""
-    return (f'for f in {files}; do if [ -f "$f" ] && kill -{sig} -- "-$(cat "$f")" 2>/dev/null; '
+    # `kill -SIG -PGID`, no `--`: dash (Debian's /bin/sh) reads `--` as a bad process id
+    return (f'for f in {files}; do if [ -f "$f" ] && kill -{sig} "-$(cat "$f")" 2>/dev/null; '
             f"then echo alive; fi;{cleanup} done; true")
 
 
