@@ -23,6 +23,15 @@ def md_text(value: object) -> str:
     return _MARKDOWN.sub(r"\\\1", _CONTROL.sub(" ", str(value)))
 
 
+def md_code(value: object) -> str:
+    """``value`` as an inline code span (nothing inside one is markup) when it holds no
+    backtick, '|' or control character; else as escaped text."""
+    text = str(value)
+    if _CONTROL.search(text) or "`" in text or "|" in text or not text:
+        return md_text(text)
+    return f"`{text}`"
+
+
 def safe_href(url: str) -> str | None:
     """``url`` when a link to it is safe in a page we publish (http, https, or a relative
     path with no scheme); None for javascript:, data:, file: and anything else."""

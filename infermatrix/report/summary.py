@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..markup import md_text
+from ..markup import md_code, md_text
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
 from ..results.pareto import best_at, frontiers, usable
@@ -86,7 +86,7 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
     failed = [r for r in records if not r.ok]
     if failed:
         lines += ["", f"### Failed levels ({len(failed)})", ""]
-        lines += [f"- {md_text(r.job_id)} c={r.concurrency}: {md_text(r.error or 'failed')}"
+        lines += [f"- {md_code(r.job_id)} c={r.concurrency}: {md_text(r.error or 'failed')}"
                   for r in failed[:max_failures]]
         if len(failed) > max_failures:
             lines.append(f"- … and {len(failed) - max_failures} more")

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..markup import md_text
+from ..markup import md_code, md_text
 from .pareto import latest_per_config
 from .records import NaturalKey, Record
 
@@ -101,7 +101,7 @@ def _cell(row: Row, metric: str) -> str:
 
 def _runs(records: Sequence[Record]) -> str:
     runs = sorted({r.run_id for r in records})
-    text = ", ".join(md_text(r) for r in runs[:3]) + (" …" if len(runs) > 3 else "")
+    text = ", ".join(md_code(r) for r in runs[:3]) + (" …" if len(runs) > 3 else "")
     return f"{text or 'nothing'} ({len(records)} levels)"
 
 
