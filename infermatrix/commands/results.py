@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from ..argtypes import bounded_int
 from ..errors import UsageError
 from ..evals.compare import accuracy_section
 from ..evals.history import collect_evals
@@ -145,7 +146,7 @@ def report_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", type=Path, metavar="RUN|STORE|JSONL")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
-    p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
+    p.add_argument("--last", type=bounded_int(1, 10**6), metavar="N", help="only the last N runs")
     p.add_argument("--title", default="infermatrix results")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
     p.add_argument("--catalog", default="catalog.html", metavar="URL", type=catalog_link,

@@ -21,14 +21,13 @@ an earlier attempt left (its error, its failed levels) is kept under ``previous_
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 from typing import Any
 
 from ..catalog.safety import UnsafeValue, safe_id
 from ..errors import UsageError
-from ..jsonio import write_json_atomic
+from ..jsonio import read_json_bounded, write_json_atomic
 from ..plan.jobs import Job
 from . import pidfile
 from .provenance import utc_now
@@ -41,7 +40,7 @@ MANIFEST = "manifest.json"
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(path.read_text())
+        doc = read_json_bounded(path)
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -7,11 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+from ..argtypes import bounded_float, bounded_int
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
 from .github import MAX_SHARDS, github_outputs, write_github_outputs
 from .incremental import DEFAULT_MAX_AGE_DAYS, incremental_plan
 from .jobs import Filters, Job, plan_sweep
+
+MAX_SHARDS_LIMIT = 10_000  # far more than any workflow declares; shards are planned one by one
 
 FILTER_FLAGS = ("model", "hardware", "engine", "workload", "recipe", "runner")
 
@@ -41,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json", "github"), default="table")
     parser.add_argument("--github-output", metavar="PATH",
                         help="file to append GitHub outputs to (default: $GITHUB_OUTPUT)")
-    parser.add_argument("--max-shards", type=int, default=MAX_SHARDS,
+    parser.add_argument("--max-shards", type=bounded_int(0, MAX_SHARDS_LIMIT), default=MAX_SHARDS,
                         help=f"shard jobs the workflow declares (default {MAX_SHARDS})")
     parser.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
     inc = parser.add_argument_group("incremental planning")
@@ -52,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "SWEEP)")
     inc.add_argument("--history", type=Path, metavar="PATH",
                      help="results store (SQLite) or records JSONL; a missing file is empty")
-    inc.add_argument("--max-age-days", type=float, default=DEFAULT_MAX_AGE_DAYS, metavar="N",
+    inc.add_argument("--max-age-days", type=bounded_float(0, 36_500), default=DEFAULT_MAX_AGE_DAYS, metavar="N",
                      help=f"a result younger than this is fresh (default {DEFAULT_MAX_AGE_DAYS})")
     inc.add_argument("--force", action="store_true",
                      help="plan every job even with --incremental")

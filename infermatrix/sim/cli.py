@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..argtypes import bounded_float, bounded_int
 from ..catalog.loader import load_catalog
 from ..catalog.yamlsrc import CatalogError
 from .config import ROUTER_POLICIES, SimConfig, SimConfigError
@@ -29,33 +30,38 @@ from .tuning import Tuning
 PROG = "infermatrix sim"
 
 
+# every number on the command line is finite and bounded (docs/sim.md lists the defaults)
+DEGREE = bounded_int(1, 1 << 16)
+COUNT = bounded_int(1, 1 << 24)
+FRACTION = bounded_float(0, 1, lo_open=True)
+
 def _add_config_arguments(p: argparse.ArgumentParser) -> None:
     what = p.add_argument_group("what to simulate (a recipe, or hardware × model × parallelism)")
     what.add_argument("--recipe", help="recipe id, e.g. llama-3.1-70b-instruct/h200-vllm-fp8")
     what.add_argument("--hardware", help="hardware name from matrix/hardware.yaml")
     what.add_argument("--model", help="model name from matrix/models.yaml")
     what.add_argument("--precision", help="weight precision (bf16, fp8, nvfp4, ...)")
-    what.add_argument("--tp", type=int, help="tensor parallel size (default 1)")
-    what.add_argument("--pp", type=int, help="pipeline parallel size (default 1)")
-    what.add_argument("--dp", type=int, help="data parallel size (default 1)")
-    what.add_argument("--ep", type=int, help="expert parallel size (default 1)")
+    what.add_argument("--tp", type=DEGREE, help="tensor parallel size (default 1)")
+    what.add_argument("--pp", type=DEGREE, help="pipeline parallel size (default 1)")
+    what.add_argument("--dp", type=DEGREE, help="data parallel size (default 1)")
+    what.add_argument("--ep", type=DEGREE, help="expert parallel size (default 1)")
     what.add_argument("--attention-dp", action="store_true", help="data-parallel attention inside tp")
-    what.add_argument("--instances", type=int, help="identical instances behind the router (default 1)")
+    what.add_argument("--instances", type=DEGREE, help="identical instances behind the router (default 1)")
     what.add_argument("--router-policy",
                       help=f"router policy with several instances ({', '.join(ROUTER_POLICIES)})")
     what.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                       help="bind a recipe ${NAME} placeholder, e.g. CONC=64 (repeatable)")
     what.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
     knobs = p.add_argument_group("engine knobs (override the recipe)")
-    knobs.add_argument("--max-num-seqs", type=int, help="max sequences per batch (default: recipe or 256)")
-    knobs.add_argument("--max-num-batched-tokens", type=int, help="token budget per step (default 8192)")
-    knobs.add_argument("--memory-fraction", type=float, help="share of HBM for weights + KV (default 0.9)")
+    knobs.add_argument("--max-num-seqs", type=COUNT, help="max sequences per batch (default: recipe or 256)")
+    knobs.add_argument("--max-num-batched-tokens", type=COUNT, help="token budget per step (default 8192)")
+    knobs.add_argument("--memory-fraction", type=FRACTION, help="share of HBM for weights + KV (default 0.9)")
     knobs.add_argument("--kv-cache-dtype", help="KV-cache dtype (default: recipe, else bf16)")
-    knobs.add_argument("--block-size", type=int, help="tokens per KV block (default 16)")
-    knobs.add_argument("--max-model-len", type=int, help="context limit (default: recipe or model)")
+    knobs.add_argument("--block-size", type=COUNT, help="tokens per KV block (default 16)")
+    knobs.add_argument("--max-model-len", type=COUNT, help="context limit (default: recipe or model)")
     knobs.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
-    knobs.add_argument("--spec-draft-tokens", type=int, help="speculative draft tokens per step")
-    knobs.add_argument("--spec-acceptance", type=float, help="per-draft-token acceptance rate")
+    knobs.add_argument("--spec-draft-tokens", type=bounded_int(0, 64), help="speculative draft tokens per step")
+    knobs.add_argument("--spec-acceptance", type=bounded_float(0, 1), help="per-draft-token acceptance rate")
     knobs.add_argument("--tuning", action="append", default=[], metavar="NAME=VALUE",
                        help="override a constant of infermatrix/sim/tuning.py (repeatable)")
     knobs.add_argument("--served-model-name", help="model id the API answers to (default: checkpoint)")
@@ -67,13 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_config_arguments(serve)
     run = serve.add_argument_group("server")
     run.add_argument("--host", default="127.0.0.1")
-    run.add_argument("--port", type=int, default=8000)
-    run.add_argument("--time-scale", type=float, default=1.0,
+    run.add_argument("--port", type=bounded_int(1, 65535), default=8000)
+    run.add_argument("--time-scale", type=bounded_float(0, 1e6, lo_open=True), default=1.0,
                      help="divide every modelled duration by this (default 1.0: real time)")
     run.add_argument("--faults", action="append", default=[], metavar="SPEC",
                      help="server-wide faults, e.g. 'stall:after=5,seconds=2;error:status=503,rate=0.1' "
                           "(see docs/sim.md); per request: header X-Sim-Fault")
-    run.add_argument("--seed", type=int, default=0, help="seed for routing and fault draws")
+    run.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0, help="seed for routing and fault draws")
     run.add_argument("--tokenizer", help="local directory with tokenizer.json to count prompt tokens")
     run.add_argument("--log-level", default="INFO")
     info = sub.add_parser("info", help="print the numbers a simulated deployment runs on (JSON)")
