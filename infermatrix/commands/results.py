@@ -98,8 +98,23 @@ def _kinds_line(agentic: Sequence[AgenticRecord], evals: int, stored: dict[str, 
                      for p, k in zip(parts, ("agentic", "evals"), strict=True))
 
 
+def check_outputs_outside(inputs: Sequence[Path], outputs: dict[str, Path | None]) -> None:
+    """An export written inside a run it reads could overwrite a measured level file (or be
+    read back as one by the next collect): refused, as is any output that is an input."""
+    sources = [p.resolve() for p in inputs]
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        target = out.resolve()
+        for src in sources:
+            if target == src or (src.is_dir() and target.is_relative_to(src)):
+                raise UsageError(f"{flag} {out}: inside the input {src}; write it outside the runs "
+                                 "collect reads")
+
+
 def _collect(args: argparse.Namespace) -> int:
     check_exists(args.paths)
+    check_outputs_outside(args.paths, {"--jsonl": args.jsonl, "--csv": args.csv})
     _check_store(args.store)
     result = collect(args.paths, store=args.store)
     s = result.summary
