@@ -82,6 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "(see docs/sim.md); per request: header X-Sim-Fault")
     run.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0, help="seed for routing and fault draws")
     run.add_argument("--tokenizer", help="local directory with tokenizer.json to count prompt tokens")
+    run.add_argument("--parent-pid", type=bounded_int(1, 2**31 - 1), metavar="PID",
+                     help="exit once this process is gone (the runner that started the server)")
     run.add_argument("--log-level", default="INFO")
     info = sub.add_parser("info", help="print the numbers a simulated deployment runs on (JSON)")
     _add_config_arguments(info)
@@ -165,6 +167,10 @@ def _serve(args: argparse.Namespace, config: SimConfig) -> int:
                             seed=args.seed, tokenizer_dir=args.tokenizer)
     from .tokens import PromptTokenizer
     PromptTokenizer(args.tokenizer)  # fail before listening on a bad tokenizer
+    if args.parent_pid is not None:
+        from .watchdog import watch_parent
+
+        watch_parent(args.parent_pid)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print(json.dumps({"simulated": config.summary()}), file=sys.stderr, flush=True)
