@@ -83,3 +83,20 @@ def test_plan_history_is_bounded(tmp_path: Path, history: str) -> None:
 def test_numeric_flags_are_finite_and_bounded(tmp_path: Path, args: tuple[str, ...], flag: str) -> None:
     rc, err = _cli(*args, cwd=tmp_path)
     assert rc == 2 and flag in _last_line(err), err
+
+
+@pytest.mark.parametrize(("dataset", "kind"), [("sharegpt", "fifo"), ("sharegpt", "deep"),
+                                               ("trace", "fifo"), ("trace", "deep"),
+                                               ("sharegpt", "/dev/zero")])
+def test_bench_dataset_file_is_bounded(tmp_path: Path, dataset: str, kind: str) -> None:
+    """`bench`'s dataset files too: refused before any request (no server is needed)."""
+    path = tmp_path / "data.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "deep":
+        path.write_text(DEEP + "\n")
+    rc, err = _cli("bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "words",
+                   "--dataset-name", dataset, "--dataset-path", kind if kind == "/dev/zero" else str(path),
+                   "--num-prompts", "2", cwd=tmp_path)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "not a regular file" in err or "nested too deeply" in err, err
