@@ -100,3 +100,11 @@ def test_bench_dataset_file_is_bounded(tmp_path: Path, dataset: str, kind: str) 
                    "--num-prompts", "2", cwd=tmp_path)
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "not a regular file" in err or "nested too deeply" in err, err
+
+
+@pytest.mark.parametrize("flag", [("--duration", "nan"), ("--warmup", "inf"), ("--time-scale", "inf"),
+                                  ("--resolution-pct", "nan"), ("--max-concurrency", str(10**30)),
+                                  ("--tool-delay", "nan"), ("--usd-per-gpu-hour", "inf")])
+def test_capacity_numbers_are_finite_and_bounded(tmp_path: Path, flag: tuple[str, str]) -> None:
+    rc, err = _cli("capacity", "--base-url", "http://127.0.0.1:9", "--gpus", "1", *flag, cwd=tmp_path)
+    assert rc == 2 and flag[0] in _last_line(err), err
