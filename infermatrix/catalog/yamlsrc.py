@@ -250,7 +250,8 @@ def load_yaml(path: Path | str, display: str | None = None) -> SourceDoc:
     except (OSError, UnicodeDecodeError) as exc:
         if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
             raise CatalogError([Problem(shown, 1, "", f"file is larger than {MAX_BYTES >> 20} MiB")]) from None
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        reason = ("not a file" if isinstance(exc, OSError) and Path(path).is_dir()
+                  else exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)
         raise CatalogError([Problem(shown, 0, "", f"cannot read file: {reason}")]) from None
     return parse_yaml(text, shown)
 
