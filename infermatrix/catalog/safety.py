@@ -46,6 +46,8 @@ PATH = re.compile(r"[^-\s][^\x00]{0,4095}")
 WORD = re.compile(r"[^-\s]\S{0,1023}")
 # a web link shown on the catalog page: http(s) only, nothing that ends a link or starts markup
 WEB_URL = re.compile(r"https?://[^\s<>\"'`\\]{1,2000}")
+# a file inside the catalog, relative to its root: no leading '/', no '..' segment, no '-'
+CATALOG_PATH = re.compile(r"(?!/)(?!-)(?!(?:.*/)?\.\.(?:/|$))[^\x00]{1,1024}")
 # a docker option name (written --name=value when listed in `equals`)
 OPTION_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
@@ -127,6 +129,8 @@ AbsPath = _pattern_type(ABS_PATH, "an absolute path")
 PathText = _pattern_type(PATH, "a path (not starting with '-')")
 Word = _pattern_type(WORD, "one word (no spaces, not starting with '-')")
 WebUrl = _pattern_type(WEB_URL, "an http(s) URL")
+CatalogPath = _pattern_type(CATALOG_PATH, "a path relative to the catalog root (no leading "
+                            "'/' or '-', no '..')")
 OptionName = _pattern_type(OPTION_NAME, "an option name (lower-case letters, digits, '-')")
 SafeId = _pattern_type(SAFE_ID, "a safe file name (letters, digits, '._+-')")
 Text = Annotated[str, AfterValidator(check_text)]

@@ -26,6 +26,7 @@ from .accuracy import EvalPolicy
 from .distributions import check_distribution
 from .safety import (
     AbsPath,
+    CatalogPath,
     EnvName,
     Host,
     ImageRef,
@@ -224,8 +225,8 @@ class Pool(Strict):
     role: Literal["both", "prefill", "decode"] = "both"
     instances: Degree = 1
     parallel: Parallel = Parallel()
-    args: dict[str, ArgValue] = Field(default_factory=dict)
-    config: dict[str, ArgValue] = Field(
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
+    config: dict[Text, ArgValue] = Field(
         default_factory=dict, description="keys of the engine's config file (TensorRT-LLM --config)"
     )
     env: EnvMap = Field(default_factory=dict)
@@ -263,7 +264,7 @@ class Topology(Strict):
 
 class Engine(Strict):
     name: Literal["vllm", "sglang", "trtllm"]
-    version: str
+    version: Text
     image: ImageRef | None = Field(default=None, description="container image; none: bare metal / unpublished")
 
 
@@ -288,16 +289,16 @@ class Router(Strict):
     policy: Word = "round_robin"
     host: Host | None = Field(default=None, description="bind address (default 0.0.0.0)")
     port: int | None = Field(default=None, ge=1, le=65535)
-    args: dict[str, ArgValue] = Field(default_factory=dict)
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
     env: EnvMap = Field(default_factory=dict)
-    config: dict[str, ArgValue] = Field(
+    config: dict[Text, ArgValue] = Field(
         default_factory=dict, description="extra keys of the router's config file (TensorRT-LLM)"
     )
 
 
 class KvTransfer(Strict):
     backend: Literal["nixl", "mooncake", "ascend", "ucx", "nccl", "lmcache"]
-    args: dict[str, ArgValue] = Field(default_factory=dict)
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
 
 
 class Source(Strict):
@@ -339,7 +340,7 @@ class Recipe(Strict):
     spec_decode: SpecDecode | None = None
     env: EnvMap = Field(default_factory=dict, description="environment of every worker")
     container: Container | None = Field(default=None, description="default: Container()")
-    params: dict[str, Scalar] = Field(
+    params: dict[Text, Annotated[Scalar, NoControls]] = Field(
         default_factory=dict,
         description="values for ${NAME} placeholders; MODEL, PORT, HOST and CONC are bound at run time",
     )
@@ -459,7 +460,7 @@ class AgenticSessions(Strict):
     search's settings for ``--workload`` (flags given there override them)."""
 
     source: Literal["synthetic", "trace", "mooncake"] = "synthetic"
-    path: str | None = Field(
+    path: CatalogPath | None = Field(
         default=None, description="trace manifest or Mooncake JSONL, relative to the catalog root"
     )
     distributions: dict[DistName, DistValue] = Field(

@@ -143,3 +143,17 @@ def test_env_ends_its_options() -> None:
     out = subprocess.run([*env_argv({"A": "-Sx"}), "sh", "-c", 'echo "$A"'],
                          capture_output=True, text=True, check=True)
     assert out.stdout == "-Sx\n"
+
+
+@pytest.mark.parametrize("path", ["../../../etc/passwd", "/etc/passwd", "traces/../../x", "-x"])
+def test_workload_file_stays_inside_the_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                path: str) -> None:
+    """An agentic workload's trace path is relative to the catalog root and never leaves it."""
+    root = _catalog(tmp_path)
+    wl = root / "matrix" / "workloads.yaml"
+    data = yaml.safe_load(wl.read_text())
+    data["agentic-coding"]["sessions"] = {"source": "trace", "path": path}
+    wl.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["validate", "--root", str(root)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("matrix/workloads.yaml:") and "agentic-coding.sessions.path" in line, line
