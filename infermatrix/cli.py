@@ -36,6 +36,8 @@ OWN: dict[str, tuple[str, str]] = {
     "plan": ("infermatrix.plan.cli", "expand a sweep into jobs (table, json, GitHub shards)"),
     "run": ("infermatrix.commands.run", "run one job: launch, prove it serves, measure, tear down"),
     "sweep": ("infermatrix.commands.sweep", "plan, run every job locally, collect and report"),
+    "check-runner": ("infermatrix.commands.check_runner",
+                     "is this GitHub Actions runner new enough for the workflows (docs/runners.md)"),
 }
 
 

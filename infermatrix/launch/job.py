@@ -27,6 +27,7 @@ from ..plan.jobs import Job
 from ..workers import STOP_SIGNALS
 from .backends.base import Launched
 from .drain import drain, flush_prefix_cache
+from .failure import record_failure
 from .monitor import GpuMonitor
 from .provenance import git_sha, host_facts, utc_now
 from .readiness import NotReady, wait_ready
@@ -319,6 +320,7 @@ def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
         if deployment is not None:
             deployment.stop()
         finish_manifest(job, job_dir, manifest)
+        record_failure(job_dir, manifest, bool(deployment and deployment.simulated))
     if interrupted is not None:
         raise interrupted
     return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])

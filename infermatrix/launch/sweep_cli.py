@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import Job, plan_sweep
 from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
+from .failure import reason_of
 from .job import Interrupted, make_folder
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
@@ -146,8 +147,8 @@ def main(args: argparse.Namespace) -> int:
             outcome = execute(cat, job, run_dir, run_id, args)
             ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
             current = None
-            if outcome.error:
-                print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
+            if outcome.error:  # the reason, not just the headline (the log tail's telling line)
+                print(f"  {outcome.status}: {reason_of(outcome.error)}", file=sys.stderr)
         if args.level_pool is not None:
             args.level_pool.close()
         ledger.close()

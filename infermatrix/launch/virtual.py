@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
+from .failure import record_failure
 from .job import (
     Interrupted,
     JobOutcome,
@@ -149,6 +150,7 @@ def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
         manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
     finally:
         finish_manifest(job, job_dir, manifest)
+        record_failure(job_dir, manifest, simulated=True)
     return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
 
 

@@ -127,6 +127,8 @@ class SimConfig:
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
+    # every engine step takes this many times as long (an experiment's knob, sim/variation.py)
+    step_scale: float = 1.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -411,6 +413,9 @@ class SimConfig:
 
         bound = {**recipe.params, **(params or {})}
         vendor = _lookup(catalog, "hardware", recipe.hardware)[0].vendor
+        from .variation import step_scale  # the environment's experiment knobs (off: 1.0)
+
+        scale = step_scale(recipe_id)
 
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
@@ -432,13 +437,14 @@ class SimConfig:
             # parallelism over the TP group: ep = tp, whether or not --ep is given
             a2a = knobs.pop("a2a_experts", False)
             ep = par.tp if a2a and par.ep == 1 else par.ep
-            return cls.from_parts(
+            made = cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
                 tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp, moe_a2a=a2a,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,
             )
+            return made if scale == 1.0 else replace(made, step_scale=scale)
 
         pools = recipe.topology.pools
         if recipe.topology.mode == "aggregated":
