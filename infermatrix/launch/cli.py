@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -13,10 +12,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..argtypes import bounded_float
 from ..catalog.loader import Catalog, load_catalog
 from ..catalog.safety import safe_id
-from ..catalog.schema import MAX_CONCURRENCY
+from ..catalog.schema import MAX_CONCURRENCY, MAX_SECONDS
 from ..errors import UsageError
+from ..jsonio import loads_bounded, read_bounded
 from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from .backends import BACKENDS, LaunchContext, Launched, starter
 from .deploy import start_sim
@@ -34,6 +35,7 @@ from .pidfile import reap
 from .provenance import new_run_id
 from .state import run_id_of, should_run, unfinished_jobs
 
+MAX_JOB_FILE_BYTES = 64 << 20  # a plan of 10,000 jobs is a few MB
 ENGINE_MODES = ("auto", "real", "sim")  # what serves a job: see engine_mode()
 
 
@@ -70,7 +72,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--on-level-failure", choices=POLICIES, default="continue",
                      help="after a level fails its error-rate threshold: measure the next level "
                           "(default) or stop the job")
-    run.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S, metavar="SECONDS",
+    run.add_argument("--ready-timeout", type=bounded_float(0, MAX_SECONDS, lo_open=True),
+                     default=READY_TIMEOUT_S, metavar="SECONDS",
                      help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
@@ -94,9 +97,11 @@ def _check_job(job: Job) -> Job:
 def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None) -> Job:
     """The job in a plan file (or ``text`` read from elsewhere, named ``path``)."""
     try:
-        data = json.loads(text if text is not None else Path(path).read_text())
+        # a regular file of bounded size and depth: a FIFO, /dev/zero or 100k nested brackets
+        # is one line, never a hang or a RecursionError
+        data = loads_bounded(text if text is not None else read_bounded(path, MAX_JOB_FILE_BYTES))
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read a job: {exc}") from None
+        raise UsageError(f"{path}: cannot read a job: {getattr(exc, 'strerror', None) or exc}") from None
     items = data if isinstance(data, list) else [data]
     if wanted:
         items = [d for d in items if isinstance(d, dict) and d.get("id") == wanted]

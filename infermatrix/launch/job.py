@@ -31,7 +31,7 @@ from .failure import record_failure
 from .monitor import GpuMonitor
 from .provenance import git_sha, host_facts, utc_now
 from .readiness import NotReady, wait_ready
-from .state import closing, opening, to_measure
+from .state import closing, file_digest, opening, to_measure
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
@@ -200,7 +200,7 @@ def record_level(job_dir: Path, manifest: dict[str, Any], result: dict[str, Any]
     name = f"conc-{conc}.json"
     write_json_atomic(job_dir / name, result)
     manifest["levels"].append({"concurrency": conc, "status": status, "file": name,
-                               "error": error, **extra})
+                               "error": error, "sha256": file_digest(job_dir / name), **extra})
     write_json_atomic(job_dir / "manifest.json", manifest)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..jsonio import read_json_bounded
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
@@ -111,7 +112,7 @@ def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
 def read_catalog_json(path: Path) -> dict[str, Any]:
     """`infermatrix catalog --json`'s file, checked enough to give launch commands."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json_bounded(path)
         launch_from_catalog(data)
         return data
     except OSError as exc:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..argtypes import bounded_float, bounded_int
 from ..catalog.loader import load_catalog
 from ..catalog.yamlsrc import CatalogError
 from . import profile_cli
@@ -32,33 +33,39 @@ from .tuning import Tuning
 PROG = "infermatrix sim"
 
 
+# every number on the command line is finite and bounded (docs/sim.md lists the defaults)
+DEGREE = bounded_int(1, 1 << 16)
+COUNT = bounded_int(1, 1 << 24)
+FRACTION = bounded_float(0, 1, lo_open=True)
+MAX_TIME_SCALE = 1e6
+
 def _add_config_arguments(p: argparse.ArgumentParser) -> None:
     what = p.add_argument_group("what to simulate (a recipe, or hardware × model × parallelism)")
     what.add_argument("--recipe", help="recipe id, e.g. llama-3.1-70b-instruct/h200-vllm-fp8")
     what.add_argument("--hardware", help="hardware name from matrix/hardware.yaml")
     what.add_argument("--model", help="model name from matrix/models.yaml")
     what.add_argument("--precision", help="weight precision (bf16, fp8, nvfp4, ...)")
-    what.add_argument("--tp", type=int, help="tensor parallel size (default 1)")
-    what.add_argument("--pp", type=int, help="pipeline parallel size (default 1)")
-    what.add_argument("--dp", type=int, help="data parallel size (default 1)")
-    what.add_argument("--ep", type=int, help="expert parallel size (default 1)")
+    what.add_argument("--tp", type=DEGREE, help="tensor parallel size (default 1)")
+    what.add_argument("--pp", type=DEGREE, help="pipeline parallel size (default 1)")
+    what.add_argument("--dp", type=DEGREE, help="data parallel size (default 1)")
+    what.add_argument("--ep", type=DEGREE, help="expert parallel size (default 1)")
     what.add_argument("--attention-dp", action="store_true", help="data-parallel attention inside tp")
-    what.add_argument("--instances", type=int, help="identical instances behind the router (default 1)")
+    what.add_argument("--instances", type=DEGREE, help="identical instances behind the router (default 1)")
     what.add_argument("--router-policy",
                       help=f"router policy with several instances ({', '.join(ROUTER_POLICIES)})")
     what.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                       help="bind a recipe ${NAME} placeholder, e.g. CONC=64 (repeatable)")
     what.add_argument("--catalog-root", type=Path, help="catalog root (default: this checkout)")
     knobs = p.add_argument_group("engine knobs (override the recipe)")
-    knobs.add_argument("--max-num-seqs", type=int, help="max sequences per batch (default: recipe or 256)")
-    knobs.add_argument("--max-num-batched-tokens", type=int, help="token budget per step (default 8192)")
-    knobs.add_argument("--memory-fraction", type=float, help="share of HBM for weights + KV (default 0.9)")
+    knobs.add_argument("--max-num-seqs", type=COUNT, help="max sequences per batch (default: recipe or 256)")
+    knobs.add_argument("--max-num-batched-tokens", type=COUNT, help="token budget per step (default 8192)")
+    knobs.add_argument("--memory-fraction", type=FRACTION, help="share of HBM for weights + KV (default 0.9)")
     knobs.add_argument("--kv-cache-dtype", help="KV-cache dtype (default: recipe, else bf16)")
-    knobs.add_argument("--block-size", type=int, help="tokens per KV block (default 16)")
-    knobs.add_argument("--max-model-len", type=int, help="context limit (default: recipe or model)")
+    knobs.add_argument("--block-size", type=COUNT, help="tokens per KV block (default 16)")
+    knobs.add_argument("--max-model-len", type=COUNT, help="context limit (default: recipe or model)")
     knobs.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
-    knobs.add_argument("--spec-draft-tokens", type=int, help="speculative draft tokens per step")
-    knobs.add_argument("--spec-acceptance", type=float, help="per-draft-token acceptance rate")
+    knobs.add_argument("--spec-draft-tokens", type=bounded_int(0, 64), help="speculative draft tokens per step")
+    knobs.add_argument("--spec-acceptance", type=bounded_float(0, 1), help="per-draft-token acceptance rate")
     knobs.add_argument("--tuning", action="append", default=[], metavar="NAME=VALUE",
                        help="override a constant of infermatrix/sim/tuning.py (repeatable)")
     knobs.add_argument("--served-model-name", help="model id the API answers to (default: checkpoint)")
@@ -77,8 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--faults", action="append", default=[], metavar="SPEC",
                      help="server-wide faults, e.g. 'stall:after=5,seconds=2;error:status=503,rate=0.1' "
                           "(see docs/sim.md); per request: header X-Sim-Fault")
-    run.add_argument("--seed", type=int, default=0, help="seed for routing and fault draws")
+    run.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0, help="seed for routing and fault draws")
     run.add_argument("--tokenizer", help="local directory with tokenizer.json to count prompt tokens")
+    run.add_argument("--parent-pid", type=bounded_int(1, 2**31 - 1), metavar="PID",
+                     help="exit once this process is gone (the runner that started the server)")
     run.add_argument("--log-level", default="INFO")
     info = sub.add_parser("info", help="print the numbers a simulated deployment runs on (JSON)")
     _add_config_arguments(info)
@@ -164,6 +173,10 @@ def _serve(args: argparse.Namespace, config: SimConfig) -> int:
                             seed=args.seed, tokenizer_dir=args.tokenizer)
     from .tokens import PromptTokenizer
     PromptTokenizer(args.tokenizer)  # fail before listening on a bad tokenizer
+    if args.parent_pid is not None:
+        from .watchdog import watch_parent
+
+        watch_parent(args.parent_pid)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print(json.dumps({"simulated": config.summary()}), file=sys.stderr, flush=True)
@@ -255,8 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.sim_command in ("profile", "opcheck"):
             return (profile_cli.profile if args.sim_command == "profile" else profile_cli.opcheck)(args)
         if args.sim_command == "serve":
-            if args.time_scale <= 0:
-                raise SimConfigError("--time-scale must be positive")
+            if not 0 < args.time_scale <= MAX_TIME_SCALE:  # nan and inf fail this too
+                raise SimConfigError(f"--time-scale must be a finite number above 0 and at most "
+                                     f"{MAX_TIME_SCALE:g}")
             if not 0 < args.port < 65536:
                 raise SimConfigError(f"--port must be within 1..65535, got {args.port}")
         config = build_config(args)
