@@ -42,6 +42,7 @@ from ..client.sessions import (
     summarize,
 )
 from ..client.tokenizer import Tokenizer, load_tokenizer
+from ..plan.jobs import conc_params
 from ..plan.measurement import CapacityMeasurement, capacity_measurement
 from ..sim import SegmentHasher, SimConfig, SimRequest, SimRun, segment_hashes, simulate
 from .recipe import affinity_of, deployment_of, identity
@@ -310,9 +311,10 @@ class VirtualLevels:
         self.plans: dict[tuple[LaneSession, int], _SessionPlan] = {}  # and their requests
 
     def _config(self, agents: int) -> SimConfig:
-        sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
+        params = conc_params((), agents)  # a fresh deployment per level
+        sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params)
         if sim.block_size < CACHE_BLOCK_TOKENS:
-            sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents},
+            sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params,
                                         block_size=CACHE_BLOCK_TOKENS)
         self.model, self.block_size = sim.served_model_name, sim.block_size
         return sim

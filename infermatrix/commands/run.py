@@ -1,17 +1,8 @@
-"""`infermatrix run` in the CLI layer: launch/ runs the job; capacity/ (above launch/) brings
-the measurement of a capacity job."""
+"""`infermatrix run` in the CLI layer: launch/ runs the job through its one loop (levels or a
+capacity search, on a launched server or in virtual time)."""
 
 from __future__ import annotations
 
-import argparse
-
-from ..capacity import job as capacity_jobs
-from ..launch import cli
-from ..launch.cli import add_arguments
+from ..launch.cli import add_arguments, main
 
 __all__ = ["add_arguments", "main"]
-
-
-def main(args: argparse.Namespace) -> int:
-    args.capacity_jobs = capacity_jobs
-    return cli.main(args)

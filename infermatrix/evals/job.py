@@ -67,6 +67,16 @@ class JobEvals:
             entries.append(_entry(rec))
         return entries
 
+    def skipped(self, concurrency: int, reason: str, log: Log) -> list[dict[str, Any]]:
+        """This level's evals (if any) recorded as skipped with ``reason`` (the job has no
+        server to evaluate, as in virtual time): a step never vanishes without a word."""
+        if concurrency not in self.plan:
+            return []
+        names = ["setup"] if self.problem is not None else [n for n, _ in self.plan[concurrency]]
+        log(f"  evals after c={concurrency} skipped: {reason}")
+        return [{"task": name, "concurrency": concurrency, "status": "skipped", "score": None,
+                 "file": None, "error": None, "reason": reason} for name in names]
+
 
 def _entry(rec: EvalRecord) -> dict[str, Any]:
     return {"task": rec.task, "concurrency": rec.concurrency, "status": rec.status,

@@ -7,9 +7,10 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,20 +21,38 @@ from ..errors import UsageError
 from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from .backends import BACKENDS, LaunchContext, Launched, starter
 from .deploy import start_sim
-from .job import (
-    POLICIES,
-    READY_TIMEOUT_S,
-    STOP_SIGNALS,
-    Interrupted,
-    JobOutcome,
-    measure_levels,
-    run_job,
-)
+from .executors import Served, Starter, Virtual
+from .job import POLICIES, READY_TIMEOUT_S, STOP_SIGNALS, Interrupted, JobOutcome
+from .loop import Executor, run_measurement
 from .pidfile import reap
 from .provenance import new_run_id
 from .state import run_id_of, should_run, unfinished_jobs
 
 ENGINE_MODES = ("auto", "real", "sim")  # what serves a job: see engine_mode()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How jobs run, typed: what ``run`` and ``sweep`` read from their flags (below the CLI
+    layer nothing reads the argparse namespace)."""
+
+    virtual: bool = False
+    engine_mode: str = "auto"
+    backend: str | None = None
+    model_path: str | None = None
+    on_level_failure: str = "continue"
+    ready_timeout_s: float = READY_TIMEOUT_S
+    level_pool: Any | None = None  # a virtual sweep's LevelPool (levels measured ahead)
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, level_pool: Any | None = None) -> RunSettings:
+        return cls(virtual=bool(getattr(args, "virtual", False)),
+                   engine_mode=getattr(args, "engine_mode", "auto"),
+                   backend=getattr(args, "backend", None),
+                   model_path=getattr(args, "model_path", None),
+                   on_level_failure=getattr(args, "on_level_failure", "continue"),
+                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S),
+                   level_pool=level_pool)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,57 +196,43 @@ def model_binding(cat: Catalog, job: Job, model_path: str | None) -> str:
 
 
 def real_starter(cat: Catalog, job: Job, run_id: str, kind: str,
-                 args: argparse.Namespace) -> Callable[[Path], Launched]:
+                 model_path: str | None = None) -> Starter:
     start = starter(kind)
 
-    def launch(job_dir: Path) -> Launched:
+    def launch(job_dir: Path, *, params: dict[str, str]) -> Launched:
         ctx = LaunchContext(cat=cat, job=job, fleet_label=job.runner, fleet=cat.fleets[job.runner],
                             run_id=run_id, job_dir=job_dir,
-                            model=model_binding(cat, job, getattr(args, "model_path", None)),
-                            timeout_minutes=job.timeout_minutes)
+                            model=model_binding(cat, job, model_path),
+                            timeout_minutes=job.timeout_minutes, params=params)
         return start(ctx)
 
     return launch
 
 
-def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str, args: argparse.Namespace) -> JobOutcome:
-    """One job through the one lifecycle; the measurement follows the job's kind."""
+def executor_for(cat: Catalog, job: Job, run_id: str, settings: RunSettings) -> Executor:
+    """Where the job runs: virtual time, the simulated engine in real time, or the recipe's
+    engine started by the fleet's kind (or ``--backend``)."""
+    if settings.virtual:
+        return Virtual(settings.level_pool)
+    if engine_mode(settings.engine_mode) == "sim":
+        return Served(partial(start_sim, cat, job.recipe), "local", settings.ready_timeout_s)
+    launcher = settings.backend or cat.fleets[job.runner].kind
+    return Served(real_starter(cat, job, run_id, launcher, settings.model_path), launcher,
+                  settings.ready_timeout_s)
+
+
+def execute(cat: Catalog, job: Job, run_dir: Path, run_id: str,
+            settings: RunSettings) -> JobOutcome:
+    """One job through the one loop: its strategy (levels or a capacity search) on its
+    executor."""
     if job.recipe not in cat.recipes:
         raise UsageError(f"job {job.id}: unknown recipe {job.recipe!r}")
     if job.runner not in cat.fleets:
         raise UsageError(f"job {job.id}: unknown runner label {job.runner!r}")
     if job.workload not in cat.workloads:
         raise UsageError(f"job {job.id}: unknown workload {job.workload!r}")
-    measure = measure_levels
-    if job.capacity is not None:
-        # capacity/ sits above launch/: the CLI layer passes its job module in
-        # (capacity/job.py: measure_capacity, run_virtual_capacity_job)
-        kind = getattr(args, "capacity_jobs", None)
-        if kind is None:
-            raise UsageError(f"job {job.id}: a capacity job runs through `infermatrix run` "
-                             "or `infermatrix sweep`")
-        if getattr(args, "virtual", False):
-            pool = getattr(args, "level_pool", None)  # a sweep's searches, run ahead
-            return kind.run_virtual_capacity_job(
-                cat, job, run_dir, run_id, searched=pool.searched(job) if pool else None)
-        measure = kind.measure_capacity
-    elif getattr(args, "virtual", False):
-        from .virtual import run_virtual_job
-
-        pool = getattr(args, "level_pool", None)  # a sweep's levels, measured ahead
-        if pool is not None:
-            return run_virtual_job(cat, job, run_dir, run_id, measure=pool.measure)
-        return run_virtual_job(cat, job, run_dir, run_id)
-    if engine_mode(getattr(args, "engine_mode", "sim")) == "sim":
-        start: Callable[[Path], Launched] = partial(start_sim, cat, job.recipe)
-        launcher = "local"
-    else:
-        launcher = getattr(args, "backend", None) or cat.fleets[job.runner].kind
-        start = real_starter(cat, job, run_id, launcher, args)
-    return run_job(cat, job, run_dir, run_id, start, launcher=launcher,
-                   on_level_failure=getattr(args, "on_level_failure", "continue"),
-                   ready_timeout_s=getattr(args, "ready_timeout", READY_TIMEOUT_S),
-                   measure=measure)
+    return run_measurement(cat, job, run_dir, run_id, executor_for(cat, job, run_id, settings),
+                           on_level_failure=settings.on_level_failure)
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
@@ -255,6 +260,7 @@ def main(args: argparse.Namespace) -> int:
         jobs = [_named_job(cat, args)]
     reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
     install_signal_handlers()
+    settings = RunSettings.of(args)
     code = 0
     for job in jobs:
         if not should_run(run_dir / "jobs" / job.id, run_id, bool(args.resume)):
@@ -262,7 +268,7 @@ def main(args: argparse.Namespace) -> int:
             continue
         print(f"job {job.id} -> {run_dir}", file=sys.stderr)
         try:
-            outcome = execute(cat, job, run_dir, run_id, args)
+            outcome = execute(cat, job, run_dir, run_id, settings)
         except (Interrupted, KeyboardInterrupt) as exc:
             print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}; finish it with "
                   f"--resume {run_id}", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..catalog.loader import Catalog
@@ -30,13 +31,16 @@ def served_model_name(cat: Catalog, recipe_id: str) -> str:
     return recipe.checkpoint or cat.models[recipe.model].hf_id
 
 
-def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None) -> Launched:
-    """The simulated engine modelling ``recipe_id``'s hardware, model and topology."""
+def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None,
+              *, params: Mapping[str, str] | None = None) -> Launched:
+    """The simulated engine modelling ``recipe_id``'s hardware, model and topology; ``params``
+    bind the recipe's run-time placeholders (``${CONC}``, from ``plan.jobs.conc_params``)."""
     port = free_port()
     name = served_model_name(cat, recipe_id)
+    bound = [f"--param={k}={v}" for k, v in sorted((params or {}).items())]
     argv = [sys.executable, "-m", "infermatrix.sim", "serve", "--recipe", recipe_id,
             "--catalog-root", str(cat.root), "--host", "127.0.0.1", "--port", str(port),
-            "--served-model-name", name, *(extra_args or [])]
+            "--served-model-name", name, *bound, *(extra_args or [])]
     log = log_dir / "server-sim.log"
     proc = ManagedProcess("simulated engine", argv, log)
     base = f"http://127.0.0.1:{port}"

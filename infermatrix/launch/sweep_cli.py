@@ -17,7 +17,15 @@ from ..cpus import usable_cpus
 from ..errors import UsageError
 from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
 from ..plan.jobs import Job, plan_sweep
-from .cli import ENGINE_MODES, add_run_arguments, engine_mode, execute, install_signal_handlers
+from .cli import (
+    ENGINE_MODES,
+    RunSettings,
+    add_run_arguments,
+    engine_mode,
+    execute,
+    install_signal_handlers,
+)
+from .executors import search_in_virtual_time
 from .job import Interrupted, make_folder
 from .pidfile import reap
 from .provenance import new_run_id, utc_now
@@ -82,19 +90,17 @@ def resume_engine(args: argparse.Namespace, engine: object) -> None:
 def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str
                ) -> LevelPool | None:
     """Workers measuring the virtual levels and capacity searches of ``jobs`` ahead, when
-    there are workers and tasks enough to share. The capacity searches come from the CLI
-    layer's capacity job module (``args.capacity_jobs.search_in_virtual_time``)."""
+    there are workers and tasks enough to share."""
     levels = [j for j in jobs if j.capacity is None]
-    search = getattr(getattr(args, "capacity_jobs", None), "search_in_virtual_time", None)
     # the largest deployments first: they hold the most agents, so their searches run longest
-    searches = sorted((j for j in jobs if j.capacity is not None and search is not None),
+    searches = sorted((j for j in jobs if j.capacity is not None),
                       key=lambda j: -(cat.recipes[j.recipe].total_gpus
                                       if j.recipe in cat.recipes else 0))
     tasks = sum(len(j.concurrency) for j in levels) + len(searches)
     if not args.virtual or args.workers < 2 or tasks < 2:
         return None
     return LevelPool(cat, levels, min(args.workers, tasks), searches=searches,
-                     search=partial(search, run_id=run_id) if search is not None else None)
+                     search=partial(search_in_virtual_time, run_id=run_id))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -128,12 +134,12 @@ def main(args: argparse.Namespace) -> int:
           file=sys.stderr)
     install_signal_handlers()
     current: str | None = None
-    args.level_pool = None
+    pool: LevelPool | None = None
     try:
         reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
         _stage("run")
-        args.level_pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"],
-                                     run_id)
+        pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"], run_id)
+        settings = RunSettings.of(args, pool)
         for i, job in enumerate(jobs, 1):
             job_dir = run_dir / "jobs" / job.id
             if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):
@@ -142,13 +148,13 @@ def main(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
             current = job.id
             ledger.started(job.id)
-            outcome = execute(cat, job, run_dir, run_id, args)
+            outcome = execute(cat, job, run_dir, run_id, settings)
             ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
             current = None
             if outcome.error:
                 print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
-        if args.level_pool is not None:
-            args.level_pool.close()
+        if pool is not None:
+            pool.close()
         ledger.close()
         _stage("collect")  # build_run_report normalises the raw results into records (collect)
         _stage("report")  # ... and draws the plots and the dashboard from them (report)
@@ -160,8 +166,8 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 130
     finally:
-        if args.level_pool is not None:
-            args.level_pool.close()
+        if pool is not None:
+            pool.close()
     failed = [j for j in ledger.doc["jobs"] if j["status"] != "ok"]
     print(f"done in {time.perf_counter() - t0:.0f} s: {len(jobs) - len(failed)}/{len(jobs)} jobs ok")
     print(f"results: {run_dir}")

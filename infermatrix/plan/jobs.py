@@ -17,6 +17,7 @@ import fnmatch
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,16 @@ class Job(BaseModel):
     def capacity(self) -> CapacityMeasurement | None:
         m = self.measurement
         return m if isinstance(m, CapacityMeasurement) else None
+
+
+def conc_params(levels: Sequence[int], conc: int | None = None) -> dict[str, str]:
+    """The one binding of ``${CONC}``, for every executor: the level a deployment is started
+    (or simulated) for — ``conc`` when given (a virtual level, a virtual capacity level), else
+    the job's only level of ``levels`` (a job per level, as the planner makes them for
+    ``$CONC`` recipes); unbound otherwise (several levels, a capacity search on one server)."""
+    if conc is None and len(levels) == 1:
+        conc = levels[0]
+    return {} if conc is None else {"CONC": str(conc)}
 
 
 @dataclass

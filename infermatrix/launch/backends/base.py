@@ -51,6 +51,7 @@ class LaunchContext:
     model: str  # what ${MODEL} binds to
     timeout_minutes: int = 60
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
+    params: Mapping[str, str] = field(default_factory=dict)  # ${CONC}: plan.jobs.conc_params
 
     @property
     def scope(self) -> str:
@@ -65,12 +66,10 @@ class LaunchContext:
 
     def bindings(self, **more: str) -> dict[str, str]:
         """Placeholder values: the fleet's env (facts such as NETWORK_INTERFACE), ${MODEL},
-        ${CONC} when the job has one level, then what the backend adds (PORT, NODE_i)."""
+        the loop's level bindings (${CONC}), then what the backend adds (PORT, NODE_i)."""
         out = {k: scalar_text(v) for k, v in self.fleet.env.items()}
         out["MODEL"] = self.model
-        if len(self.job.concurrency) == 1:
-            out["CONC"] = str(self.job.concurrency[0])
-        return {**out, **more}
+        return {**out, **self.params, **more}
 
     @property
     def hardware_vendor(self) -> str:
