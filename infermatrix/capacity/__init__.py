@@ -5,7 +5,8 @@ while every SLO tier holds (AA-AgentPerf methodology), normalised per GPU, kW an
     doc = find_capacity_sync(Target(BenchConfig(base_url=...)), source, [SLO20, SLO60],
                              Deployment(gpus=8), CapacitySettings(duration_s=60))
 
-Uses the client (sessions) and, to search a simulated recipe, the launch module.
+Uses the client (sessions), the planner's measurement and the simulator (virtual time); it
+launches nothing: launch/ runs a capacity job through its one loop (launch/loop.py).
 """
 
 from .normalise import Deployment, normalise

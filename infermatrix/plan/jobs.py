@@ -175,17 +175,20 @@ def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], s
 
 
 def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runner: str,
-             concurrency: list[int], entry: Any | None = None) -> Job:
+             concurrency: list[int], entry: Any | None = None,
+             search: dict[str, Any] | None = None) -> Job:
     """The one place a Job is built, so a job named by hand equals the planner's job.
-    ``entry`` (the sweep entry that lists it) brings the eval policy and capacity bounds."""
+    ``entry`` (the sweep entry that lists it) brings the eval policy and capacity bounds;
+    ``search`` overrides them and the workload's session fields (``infermatrix capacity``'s
+    flags; part of the fingerprint like the rest of the measurement)."""
     from .evals import eval_steps  # evals/ loads accuracy.yaml only for a policy
 
     recipe = cat.recipes[recipe_id]
     if cat.workloads[workload].kind == "agentic":
         bounds = getattr(entry, "capacity", None)
-        search = bounds.model_dump(exclude_none=True) if bounds is not None else {}
+        given = bounds.model_dump(exclude_none=True) if bounds is not None else {}
         capacity: CapacityMeasurement | None = capacity_measurement(
-            cat, workload, recipe_id=recipe_id, **search)
+            cat, workload, recipe_id=recipe_id, **{**given, **(search or {})})
         concurrency, measurement = [], capacity
         timeout = _capacity_minutes(capacity)  # type: ignore[arg-type]
     else:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from agentic_servers import REPO
 
-from infermatrix.capacity.cli import apply_workload, main, parser
 from infermatrix.capacity.tiers import SloTier
 from infermatrix.catalog.loader import load_catalog
+from infermatrix.commands.capacity import apply_workload, main, parser
 
 RECIPE = "deepseek-v4-pro/b300-trtllm-nvfp4-1ctx-1gen"  # AA-AgentPerf's B300 deployment, 8 GPUs
 

@@ -356,7 +356,8 @@ def test_capacity_cli_writes_the_page(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "infermatrix.capacity",
+                "infermatrix.cli",
+                "capacity",
                 "--base-url",
                 srv.base_url,
                 "--gpus",
