@@ -7,12 +7,12 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..client.affinity import Affinity, for_router
-from .normalise import Deployment
+from .normalise import Footprint
 
 
-def deployment_of(cat: Catalog, recipe_id: str) -> Deployment:
+def footprint_of(cat: Catalog, recipe_id: str) -> Footprint:
     recipe = cat.recipes[recipe_id]
-    return Deployment(
+    return Footprint(
         gpus=recipe.total_gpus, usd_per_gpu_hour=cat.hardware[recipe.hardware].usd_per_gpu_hour
     )
 

@@ -25,7 +25,7 @@ from ..client.session_sources import SessionSource
 from ..client.sessions import LevelOutcome, LevelPlan, run_level, summarize
 from ..client.tokenizer import Tokenizer, load_tokenizer
 from ..plan.measurement import CapacityMeasurement
-from .normalise import Deployment, normalise
+from .normalise import Footprint, normalise
 from .search import CapacitySearch, SearchResult
 from .tiers import SloTier, judge
 
@@ -122,7 +122,7 @@ async def find_capacity(
     target: Target,
     source: SessionSource,
     tiers: Sequence[SloTier],
-    deployment: Deployment,
+    deployment: Footprint,
     settings: CapacitySettings | None = None,
     *,
     log: Callable[[str], None] | None = None,
@@ -164,7 +164,7 @@ def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
 
 def capacity_document(
     result: SearchResult,
-    deployment: Deployment,
+    deployment: Footprint,
     s: CapacitySettings,
     target: Target,
     source: SessionSource,

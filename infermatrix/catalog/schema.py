@@ -24,6 +24,7 @@ from pydantic import (
 
 from .accuracy import EvalPolicy
 from .distributions import check_distribution
+from .placeholders import names_in
 from .safety import EnvName, Host, NodeList, SlurmArg, SlurmName, Text, UserName, no_controls
 
 Name = Annotated[str, Field(min_length=1, max_length=200,
@@ -63,7 +64,6 @@ Precision = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "fp4", "w8a8-int8",
 Scalar = str | int | float | bool
 ArgValue = Scalar | list[Any] | dict[str, Any] | None
 
-PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
 
 
 class Strict(BaseModel):
@@ -354,7 +354,7 @@ class Recipe(Strict):
             parts += [self.router.args, self.router.env, self.router.config]
         if self.container:
             parts.append(self.container.mounts)
-        return {name for text in strings_in(parts) for name in PLACEHOLDER.findall(text)}
+        return {name for text in strings_in(parts) for name in names_in(text)}
 
     @property
     def launch_per_concurrency(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import math
 
-from .loader import Catalog
+from .contents import Catalog
 from .schema import PRECISIONS, Recipe, SweepEntry
 from .yamlsrc import Problem
 

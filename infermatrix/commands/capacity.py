@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..capacity.normalise import Deployment
-from ..capacity.recipe import affinity_of, deployment_of, identity
+from ..capacity.normalise import Footprint
+from ..capacity.recipe import affinity_of, footprint_of, identity
 from ..capacity.run import CapacitySettings, Target, find_capacity_sync
 from ..capacity.search import MAX_RESOLUTION_PCT
 from ..capacity.tiers import DEFAULT_TIERS, SloTier, tiers_from
@@ -37,6 +37,7 @@ from ..catalog.loader import Catalog, load_catalog
 from ..catalog.schema import SloTierSpec
 from ..catalog.yamlsrc import CatalogError
 from ..client import affinity as aff
+from ..client.backends import backend_for
 from ..client.config import BenchConfig
 from ..client.errors import ClientInputError
 from ..client.session_sources import SessionSource, load_source
@@ -172,13 +173,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _deployment(cat: Catalog | None, args: argparse.Namespace) -> Deployment:
-    base = deployment_of(cat, args.recipe) if cat and args.recipe else None
+def _footprint(cat: Catalog | None, args: argparse.Namespace) -> Footprint:
+    base = footprint_of(cat, args.recipe) if cat and args.recipe else None
     gpus = args.gpus or (base.gpus if base else None)
     if not gpus:
         raise ClientInputError("give --gpus (or --recipe) to normalise per GPU")
     usd = args.usd_per_gpu_hour or (base.usd_per_gpu_hour if base else None)
-    return Deployment(gpus=gpus, usd_per_gpu_hour=usd)
+    return Footprint(gpus=gpus, usd_per_gpu_hour=usd)
 
 
 def _source(args: argparse.Namespace) -> SessionSource:
@@ -223,7 +224,7 @@ def apply_workload(args: argparse.Namespace, cat: Catalog | None) -> list[SloTie
         if args.max_error_rate is None:
             args.max_error_rate = m.max_error_rate
         if args.backend is None:
-            args.backend = "openai-chat" if wl.endpoint == "chat" else "openai"
+            args.backend = backend_for(wl.endpoint)
     for name, default in (
         ("source", "synthetic"),
         ("duration", 120.0),
@@ -276,7 +277,7 @@ def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
         raise ClientInputError(f"--resolution-pct must be within 0..{MAX_RESOLUTION_PCT:g}")
     if args.duration <= 0 or args.warmup < 0:
         raise ClientInputError("--duration must be positive and --warmup not negative")
-    dep = _deployment(cat, args)
+    dep = _footprint(cat, args)
     if args.session_affinity == "auto":
         affinity = affinity_of(cat, args.recipe) if cat and args.recipe else aff.NONE
     else:

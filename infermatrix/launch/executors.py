@@ -30,7 +30,7 @@ from .virtual import LAUNCHER as VIRTUAL
 from .virtual import measure_level
 
 if TYPE_CHECKING:
-    from ..evals.step import Target
+    from ..evals.step import EvalServer
     from .loop import Run
 
 NO_SERVER = "virtual time: no server runs, so no evaluation can query one"
@@ -105,19 +105,20 @@ class Served:
     def died(self) -> Handle | None:
         return self.up.dead()
 
-    def eval_target(self, run: Run) -> Target | str:
-        from ..evals.step import Target
+    def eval_target(self, run: Run) -> EvalServer | str:
+        from ..evals.step import EvalServer
 
         dep = self.up
-        return Target(dep.base_url, dep.served_model, run.cat.workloads[run.job.workload].endpoint)
+        return EvalServer(dep.base_url, dep.served_model, run.cat.workloads[run.job.workload].endpoint)
 
     def search(self, run: Run) -> dict[str, Any]:
         """The capacity search against the deployment: the client's closed-loop agents."""
-        from ..capacity.recipe import affinity_of, deployment_of
+        from ..capacity.recipe import affinity_of, footprint_of
         from ..capacity.run import Target, find_capacity_sync, settings_of
         from ..capacity.sources import source_of
         from ..capacity.tiers import tiers_from
         from ..client import BenchConfig
+        from ..client.backends import backend_for
         from ..client.tokenizer import load_tokenizer
 
         cat, job, dep = run.cat, run.job, self.up
@@ -125,7 +126,7 @@ class Served:
         assert m is not None
         wl = cat.workloads[job.workload]
         s = settings_of(m, self.time_scale)
-        cfg = BenchConfig(backend="openai-chat" if wl.endpoint == "chat" else "openai",
+        cfg = BenchConfig(backend=backend_for(wl.endpoint),
                           base_url=dep.base_url, model=dep.served_model, tokenizer=dep.tokenizer,
                           ignore_eos=True, disable_tqdm=True)
         monitor = self.monitor
@@ -135,7 +136,7 @@ class Served:
         tiers = tiers_from(t.model_dump() for t in m.tiers)
         doc = find_capacity_sync(
             target, source_of(m.sessions, cat.root, load_tokenizer(dep.tokenizer)),
-            [t.scaled(self.time_scale) for t in tiers], deployment_of(cat, job.recipe), s,
+            [t.scaled(self.time_scale) for t in tiers], footprint_of(cat, job.recipe), s,
             log=run.log, meta=capacity_identity(cat, job, run.run_id, self.launcher,
                                                 self.simulated))
         if self.time_scale != 1.0:  # the tiers as asked, not in wall-clock units
@@ -189,7 +190,7 @@ class Virtual:
     def died(self) -> Handle | None:
         return None
 
-    def eval_target(self, run: Run) -> Target | str:
+    def eval_target(self, run: Run) -> EvalServer | str:
         return NO_SERVER
 
     def search(self, run: Run) -> dict[str, Any]:

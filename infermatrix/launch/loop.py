@@ -39,7 +39,7 @@ from .readiness import NotReady
 from .strategies import strategy_for
 
 if TYPE_CHECKING:
-    from ..evals.step import Target
+    from ..evals.step import EvalServer
 
 Log = Callable[[str], None]
 
@@ -89,7 +89,7 @@ class Executor(Protocol):
     def died(self) -> str | None:
         """Why the deployment can serve no more (a process exited), with its log tail."""
 
-    def eval_target(self, run: Run) -> Target | str:
+    def eval_target(self, run: Run) -> EvalServer | str:
         """Where the job's evals send requests, or why they cannot run here."""
 
     def search(self, run: Run) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from infermatrix.capacity import CapacitySettings, SloTier, Target, find_capacity_sync
-from infermatrix.capacity.recipe import affinity_of, deployment_of
+from infermatrix.capacity.recipe import affinity_of, footprint_of
 from infermatrix.catalog.loader import Catalog, load_catalog
 from infermatrix.client import BenchConfig
 from infermatrix.client.session_sources import SyntheticSource, parse_synthetic
@@ -66,7 +66,7 @@ def capacity(recipe: str, tmp: Path) -> dict:
         )
         source = SyntheticSource(parse_synthetic(SESSIONS), WordTokenizer())
         return find_capacity_sync(
-            target, source, [TIER.scaled(SCALE)], deployment_of(cat, recipe), settings
+            target, source, [TIER.scaled(SCALE)], footprint_of(cat, recipe), settings
         )
 
 

@@ -19,9 +19,9 @@ from ...catalog.loader import Catalog
 from ...catalog.schema import Fleet
 from ...engines import Deployment as Rendered
 from ...engines import Process
+from ...engines.deployment import Canary
 from ...engines.flags import scalar_text
 from ...plan.jobs import Job
-from ..readiness import Canary
 
 
 class LaunchError(Exception):
@@ -234,4 +234,4 @@ def start_each(launched: Launched, procs: Sequence[Process],
 
 
 def canary_of(dep: Rendered) -> Canary:
-    return Canary(dep.canary.path, dict(dep.canary.body))
+    return dep.canary

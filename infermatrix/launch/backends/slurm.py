@@ -12,7 +12,7 @@ import subprocess
 
 from ...catalog.hostlist import HostlistError, expand_nodelist
 from ...engines import Process, render, srun_argv
-from ..readiness import Canary
+from ...engines.deployment import Canary
 from .base import (
     LaunchContext,
     Launched,
@@ -126,14 +126,6 @@ def salloc(ctx: LaunchContext) -> tuple[str, list[str]]:
 def node_count(ctx: LaunchContext) -> int:
     dep = render(ctx.cat, ctx.job.recipe, placeholders=ctx.bindings(PORT=PORT))
     return node_placeholders(dep)
-
-
-def start(ctx: LaunchContext) -> Launched:
-    if node_count(ctx) > 1:
-        from . import sbatch
-
-        return sbatch.start(ctx)
-    return start_one_node(ctx)
 
 
 def start_one_node(ctx: LaunchContext) -> Launched:
