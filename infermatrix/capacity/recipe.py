@@ -9,6 +9,8 @@ from ..catalog.loader import Catalog
 from ..client.affinity import Affinity, for_router
 from .normalise import Footprint
 
+CAPACITY_KIND = "capacity-result"  # beside "level-result" and "eval-result"
+
 
 def footprint_of(cat: Catalog, recipe_id: str) -> Footprint:
     recipe = cat.recipes[recipe_id]
@@ -24,8 +26,10 @@ def affinity_of(cat: Catalog, recipe_id: str) -> Affinity:
 
 def identity(cat: Catalog | None, recipe_id: str | None, workload: str | None, *,
              simulated: bool, **extra: Any) -> dict[str, Any]:
-    """The document's ``infermatrix`` block: what was searched, and whether it was simulated."""
-    ident: dict[str, Any] = {"simulated": simulated, "workload": workload or "agentic", **extra}
+    """The document's ``infermatrix`` block: what was searched, and whether it was simulated.
+    ``kind`` marks it as a level result's block and an eval document are marked."""
+    ident: dict[str, Any] = {"kind": CAPACITY_KIND, "simulated": simulated,
+                             "workload": workload or "agentic", **extra}
     if cat is not None and recipe_id:
         r = cat.recipes[recipe_id]
         ident.update(recipe=recipe_id, model=r.model, hardware=r.hardware, engine=r.engine.name,

@@ -183,9 +183,11 @@ agentic-long:
     for doc in (planned, by_hand):  # the recipe's context, not the workload's 100,000 tokens
         assert doc["settings"]["max_context_tokens"] == 32768
         assert doc["sessions"] == job["measurement"]["sessions"]  # `path`, not `dataset_path`
-    ident = ("job_id", "fingerprint", "runner", "recipe", "workload", "simulated", "launcher")
+    ident = ("kind", "job_id", "fingerprint", "runner", "recipe", "workload", "simulated",
+             "launcher")
     assert [by_hand["infermatrix"][k] for k in ident] == [planned["infermatrix"][k] for k in ident]
     assert by_hand["infermatrix"]["job_id"] == job["id"]
+    assert by_hand["infermatrix"]["kind"] == "capacity-result"  # as levels and evals are marked
 
     def searched(doc: dict) -> list:
         return [(lv["concurrency"], lv["completed"], lv["p25_output_speed"], lv["p95_ttft_ms"],
