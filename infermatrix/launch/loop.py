@@ -40,6 +40,7 @@ from .strategies import strategy_for
 
 if TYPE_CHECKING:
     from ..evals.step import EvalServer
+    from .backends.base import Handle
 
 Log = Callable[[str], None]
 
@@ -77,7 +78,7 @@ class Executor(Protocol):
     def stop(self) -> None:
         """Tear down what ``start`` made; safe to call after a failed start."""
 
-    def between(self, run: Run, flush: bool) -> dict[str, Any]:
+    def between(self, run: Run, flush: bool, timeout_s: float = 120.0) -> dict[str, Any]:
         """Before a level: drain (and flush the prefix cache); what was done."""
 
     def level(self, run: Run, conc: int) -> dict[str, Any]:
@@ -86,8 +87,8 @@ class Executor(Protocol):
     def energy(self, t0: float, t1: float, result: dict[str, Any]) -> dict[str, Any]:
         """The level's energy figures for its identity block ({} when not sampled)."""
 
-    def died(self) -> str | None:
-        """Why the deployment can serve no more (a process exited), with its log tail."""
+    def died(self) -> Handle | None:
+        """The process of the deployment that exited (it can serve no more), or None."""
 
     def eval_target(self, run: Run) -> EvalServer | str:
         """Where the job's evals send requests, or why they cannot run here."""
