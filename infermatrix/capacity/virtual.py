@@ -311,7 +311,7 @@ class VirtualLevels:
         self.plans: dict[tuple[LaneSession, int], _SessionPlan] = {}  # and their requests
 
     def _config(self, agents: int) -> SimConfig:
-        params = conc_params((), agents)  # a fresh deployment per level
+        params = conc_params(None, agents)  # a fresh deployment per level
         sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params)
         if sim.block_size < CACHE_BLOCK_TOKENS:
             sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params,

@@ -7,8 +7,9 @@ what it started. ``Virtual`` starts nothing: each level is played by the simulat
 discrete-event kernel on a fresh deployment, so there is nothing to drain, no power to sample
 and no server an evaluation could query.
 
-Both bind ``${CONC}`` through ``plan.jobs.conc_params``: ``Served`` for the level it launches
-the server for, ``Virtual`` for each level it simulates.
+Both bind ``${CONC}`` through ``plan.jobs.conc_params``: ``Served`` for what it launches the
+server for (a job's one level, a capacity search's bound), ``Virtual`` for each level it
+simulates.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Served:
 
     def start(self, run: Run) -> None:
         manifest = run.manifest
-        dep = self.deployment = self._start(run.job_dir, params=conc_params(run.job.concurrency))
+        dep = self.deployment = self._start(run.job_dir, params=conc_params(run.job))
         self.simulated = dep.simulated
         manifest["server_logs"] = [p.name for p in dep.log_paths]
         manifest["commands"] = dep.commands

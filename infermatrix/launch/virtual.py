@@ -50,7 +50,7 @@ def simulate_level(cat: Catalog, job: Job, conc: int, *, stepwise: bool = False)
         isl = draw_len(lengths, cfg.random_input_len, cfg.ratio, in_range)
         requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len, cfg.ratio,
                                                  out_range)))
-    sim = SimConfig.from_recipe(cat, job.recipe, params=conc_params(job.concurrency, conc))
+    sim = SimConfig.from_recipe(cat, job.recipe, params=conc_params(job, conc))
     return SimulatedLevel(cfg, sim, simulate(sim, requests, concurrency=conc,
                                              streaks=not stepwise))
 

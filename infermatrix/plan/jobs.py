@@ -17,7 +17,6 @@ import fnmatch
 import hashlib
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,14 +80,19 @@ class Job(BaseModel):
         return m if isinstance(m, CapacityMeasurement) else None
 
 
-def conc_params(levels: Sequence[int], conc: int | None = None) -> dict[str, str]:
-    """The one binding of ``${CONC}``, for every executor: the level a deployment is started
-    (or simulated) for — ``conc`` when given (a virtual level, a virtual capacity level), else
-    the job's only level of ``levels`` (a job per level, as the planner makes them for
-    ``$CONC`` recipes); unbound otherwise (several levels, a capacity search on one server)."""
-    if conc is None and len(levels) == 1:
-        conc = levels[0]
-    return {} if conc is None else {"CONC": str(conc)}
+def conc_params(job: Job | None, level: int | None = None) -> dict[str, str]:
+    """The one binding of ``${CONC}``, for every executor. ``level``, when a deployment is made
+    for it (a virtual level; a virtual capacity level, each on a fresh deployment); else the
+    job's only level (a job per level, as the planner makes them for ``$CONC`` recipes); else,
+    for a capacity search on one launched server, its bound ``max_concurrency``: no level is
+    capped below its agents, as none is when each level binds its own number (a closed loop of
+    N agents never has more than N requests in flight); unbound otherwise (several levels)."""
+    if level is None and job is not None:
+        if job.capacity is not None:
+            level = job.capacity.max_concurrency
+        elif len(job.concurrency) == 1:
+            level = job.concurrency[0]
+    return {} if level is None else {"CONC": str(level)}
 
 
 @dataclass

@@ -217,3 +217,23 @@ def test_virtual_jobs_record_their_evals_as_skipped(catalog_copy: Path, tmp_path
     assert (entry["task"], entry["concurrency"], entry["status"]) == ("gsm8k", 2, "skipped")
     assert "virtual time" in entry["reason"]
     assert manifest["status"] == "ok"  # a step not run is recorded, not a failure
+
+
+def test_a_capacity_job_of_a_conc_recipe_launches_on_a_real_backend(
+        fake_cluster, monkeypatch, add_agentic_workload) -> None:  # noqa: ANN001
+    """A capacity search launches its server once: ``${CONC}`` binds to the search's bound, so
+    a recipe with ``--max-num-seqs ${CONC}`` starts (it used to fail with the placeholder
+    unbound) and no searched level is capped below its agents."""
+    recipe = "llama-3.1-70b-instruct/mi300x-vllm-fp8"  # --max-num-seqs ${CONC}, a docker fleet
+    add_agentic_workload("agentic-tiny", **{**TINY, "duration_s": 1, "warmup_s": 0.2})
+    _sweep(fake_cluster.root, "concap", recipe, "agentic-tiny",
+           "    capacity: {start: 1, max_concurrency: 2}\n")
+    monkeypatch.setenv("FAKEBIN_SIM_RECIPE", recipe)
+    assert main(["run", "--recipe", recipe, "--workload", "agentic-tiny", "--root",
+                 str(fake_cluster.root), "--output-dir", str(fake_cluster.out), "--run-id", "cc",
+                 "--ready-timeout", "120"]) == 0
+    _, manifest = fake_cluster.manifest("cc")
+    assert manifest["status"] == "ok" and manifest["launcher"] == "docker", manifest["error"]
+    (run,) = [c for c in fake_cluster.calls("docker") if c[0] == "run"]
+    assert run[run.index("--max-num-seqs") + 1] == "2"  # the search's max_concurrency
+    assert [lv["concurrency"] for lv in manifest["levels"]] == [1, 2]
