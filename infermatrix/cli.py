@@ -32,10 +32,13 @@ PASSTHROUGH: dict[str, tuple[str, str, str]] = {
 
 # subcommand -> (module with add_arguments(parser) and main(args), one-line help)
 OWN: dict[str, tuple[str, str]] = {
-    "validate": ("infermatrix.catalog.cli", "check every catalog file; one line per problem"),
+    "validate": ("infermatrix.commands.validate",
+                 "check every catalog file and render every recipe; one line per problem"),
     "plan": ("infermatrix.plan.cli", "expand a sweep into jobs (table, json, GitHub shards)"),
     "run": ("infermatrix.commands.run", "run one job: launch, prove it serves, measure, tear down"),
     "sweep": ("infermatrix.commands.sweep", "plan, run every job locally, collect and report"),
+    "check-runner": ("infermatrix.commands.check_runner",
+                     "is this GitHub Actions runner new enough for the workflows (docs/runners.md)"),
 }
 
 

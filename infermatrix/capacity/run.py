@@ -25,9 +25,11 @@ from ..client.session_sources import SessionSource
 from ..client.sessions import LevelOutcome, LevelPlan, run_level, summarize
 from ..client.tokenizer import Tokenizer, load_tokenizer
 from ..plan.measurement import CapacityMeasurement
+from ..progress import Progress
+from .eta import Tracked
 from .normalise import Footprint, normalise
 from .search import CapacitySearch, SearchResult
-from .tiers import SloTier, judge
+from .tiers import SloTier, judge, level_line
 
 SCHEMA = "infermatrix-agentic-capacity"
 SCHEMA_VERSION = 1
@@ -84,8 +86,10 @@ class LevelRunner:
         model: str,
         tok: Tokenizer,
         log: Callable[[str], None] | None = None,
+        tiers: Sequence[SloTier] = (),
     ) -> None:
         self.t, self.source, self.s = target, source, settings
+        self.tiers = tiers  # each level's verdicts in the log
         self.client, self.model, self.tok = client, model, tok
         self.log = log or (lambda _m: None)
         self.run_salt = secrets.token_hex(3)  # a second search on the same server starts cold too
@@ -110,11 +114,9 @@ class LevelRunner:
         summary["between"] = between
         summary["elapsed_s"] = t1 - t0
         summary["avg_power_w"] = self.t.power(t0 + self.s.warmup_s, t1) if self.t.power else None
-        self.log(
-            f"  agents={agents:<5} P25 speed {_f(summary['p25_output_speed'])} tok/s, "
-            f"P95 TTFT {_f(summary['p95_ttft_ms'])} ms, {summary['completed']} ok / "
-            f"{summary['failed']} failed, cached {_f(summary['cached_token_ratio'], 2)}"
-        )
+        scale = f", {self.s.time_scale:g}x time" if self.s.time_scale != 1 else ""
+        self.log(level_line(agents, summary, self.tiers, self.s.max_error_rate,
+                            self.s.time_scale, f"{t1 - t0:.0f} s{scale}"))
         return summary
 
 
@@ -127,13 +129,20 @@ async def find_capacity(
     *,
     log: Callable[[str], None] | None = None,
     meta: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Search every tier; return the capacity document (schema ``infermatrix-agentic-capacity``)."""
+    """Search every tier; return the capacity document (schema ``infermatrix-agentic-capacity``).
+    ``progress``: a bar over the levels, its total estimated as the search goes (eta.py)."""
     s = settings or CapacitySettings()
     tok = load_tokenizer(target.cfg.tokenizer)
     async with make_client(target.cfg.timeouts) as client:
         model = await resolve_model(client, target.cfg)
-        runner = LevelRunner(target, source, s, client, model, tok, log)
+        runner: Any = LevelRunner(target, source, s, client, model, tok,
+                                  progress.write if progress and log else log, tiers)
+        if progress is not None:
+            runner = Tracked(runner, tiers, s.max_error_rate, progress, start=s.start,
+                             max_concurrency=s.max_concurrency, resolution=s.resolution,
+                             resolution_pct=s.resolution_pct)
         search = CapacitySearch(
             runner,
             tiers,
@@ -208,7 +217,3 @@ def capacity_document(
         "levels": levels,
         **meta,
     }
-
-
-def _f(x: float | None, digits: int = 0) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"

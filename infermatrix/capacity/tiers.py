@@ -72,6 +72,26 @@ def judge(level: dict[str, Any], tier: SloTier, max_error_rate: float = 0.05) ->
     return Verdict(not reasons, "; ".join(reasons))
 
 
+def level_line(agents: int, level: dict[str, Any], tiers: Sequence[SloTier],
+               max_error_rate: float, time_scale: float = 1.0, note: str = "") -> str:
+    """One measured level for the log: speed and TTFT in real units (a simulation run
+    ``time_scale`` × faster is measured ``time_scale`` × fast: divided back here), and each
+    tier's verdict (``tiers`` in the units the level was measured in)."""
+    speed, ttft_ms = level.get("p25_output_speed"), level.get("p95_ttft_ms")
+    verdicts = ", ".join(f"{t.name} {'pass' if judge(level, t, max_error_rate).passed else 'FAIL'}"
+                         for t in tiers)
+    cached = level.get("cached_token_ratio")
+    return (f"  agents={agents:<5} P25 speed {_fixed(speed and speed / time_scale)} tok/s, "
+            f"P95 TTFT {_fixed(ttft_ms and ttft_ms * time_scale)} ms, {level.get('completed', 0)} "
+            f"ok / {level.get('failed', 0)} failed"
+            + (f", cached {cached:.2f}" if cached is not None else "")
+            + (f" ({note})" if note else "") + (f": {verdicts}" if verdicts else ""))
+
+
+def _fixed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0f}"
+
+
 def tiers_from(specs: Sequence[str | dict[str, Any] | SloTier]) -> list[SloTier]:
     """Tiers from flag text, mappings or tiers; ValueError with one readable line."""
     out = []

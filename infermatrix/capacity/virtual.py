@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from .recipe import affinity_of, footprint_of, identity
 from .run import CapacitySettings, Target, capacity_document, settings_of
 from .search import CapacitySearch
 from .sources import source_of
-from .tiers import SloTier
+from .tiers import SloTier, level_line
 
 FIRST_PASS_TURNS = 6  # turns per lane of the first level's first pass (measures the pace)
 COVER_MARGIN = 1.15  # plan lanes this much further than the pace says they must reach
@@ -301,9 +301,9 @@ class VirtualLevels:
     """``await levels(agents)`` → the level summary, measured in virtual time."""
 
     def __init__(self, cat: Catalog, recipe_id: str, source: SessionSource, s: CapacitySettings,
-                 tok: Tokenizer, log: Callable[[str], None]) -> None:
+                 tok: Tokenizer, log: Callable[[str], None], tiers: Sequence[SloTier] = ()) -> None:
         self.cat, self.recipe_id, self.source, self.s, self.tok = cat, recipe_id, source, s, tok
-        self.log = log
+        self.log, self.tiers = log, tiers  # each level's verdicts in the log
         self.model = ""
         self.block_size = 0
         self.paces: dict[int, _Pace] = {}  # agents -> how fast its turns went
@@ -354,9 +354,8 @@ class VirtualLevels:
         summary["avg_power_w"] = None  # never estimated: power is measured or absent
         summary["sim_steps"] = steps
         summary["sim_passes"] = passes  # 2+: some lane ran dry too early, the level was replayed
-        self.log(f"  agents={agents:<5} P25 speed {_f(summary['p25_output_speed'])} tok/s, "
-                 f"P95 TTFT {_f(summary['p95_ttft_ms'])} ms, {summary['completed']} ok / "
-                 f"{summary['failed']} failed (virtual, {run.wall_seconds:.1f} s wall)")
+        self.log(level_line(agents, summary, self.tiers, self.s.max_error_rate,
+                            note=f"virtual, {run.wall_seconds:.1f} s wall"))
         return summary
 
     async def __call__(self, agents: int) -> dict[str, Any]:
@@ -374,8 +373,8 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     tok = load_tokenizer(None)
     source = source_of(m.sessions, cat.root, tok)
     s = settings_of(m)
-    levels = VirtualLevels(cat, recipe_id, source, s, tok, log or (lambda _m: None))
     tiers = [SloTier.model_validate(t.model_dump()) for t in m.tiers]
+    levels = VirtualLevels(cat, recipe_id, source, s, tok, log or (lambda _m: None), tiers)
     search = CapacitySearch(levels, tiers, start=m.start, max_concurrency=m.max_concurrency,
                             resolution=m.resolution, resolution_pct=s.resolution_pct,
                             max_error_rate=m.max_error_rate,
@@ -390,8 +389,3 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     doc["sessions"] = m.sessions.model_dump(mode="json")
     doc["virtual"] = {"cache_block_tokens": levels.block_size}
     return doc
-
-
-def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.0f}"
-

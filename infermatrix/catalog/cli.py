@@ -1,4 +1,7 @@
-"""`infermatrix validate [PATHS]`: check the catalog, one line per problem, exit 2 on any."""
+"""`infermatrix validate`'s catalog side: its arguments, the files it checks, its summary line.
+
+The command itself is infermatrix/commands/validate.py (it also renders every recipe).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,8 @@ from pathlib import Path
 from ..errors import UsageError
 from .loader import (
     HARDWARE_FILE,
+    Catalog,
     catalog_files,
-    check_root,
-    default_root,
-    load_catalog,
     yaml_files,
 )
 
@@ -42,11 +43,7 @@ def files_to_check(root: Path, paths: list[Path]) -> list[Path]:
     return base + extra
 
 
-def main(args: argparse.Namespace) -> int:
-    root = (args.root or default_root()).resolve()
-    check_root(root)
-    files = files_to_check(root, args.paths)
-    cat = load_catalog(root, files)
-    print(f"ok: {len(cat.recipes)} recipes, {len(cat.models)} models, {len(cat.hardware)} hardware, "
-          f"{len(cat.workloads)} workloads, {len(cat.sweeps)} sweeps, {len(cat.fleets)} fleets")
-    return 0
+def summary(cat: Catalog) -> str:
+    return (f"ok: {len(cat.recipes)} recipes, {len(cat.models)} models, {len(cat.hardware)} "
+            f"hardware, {len(cat.workloads)} workloads, {len(cat.sweeps)} sweeps, "
+            f"{len(cat.fleets)} fleets")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import fnmatch
 import math
 
-from .contents import Catalog
+from .contents import Catalog, Origin
 from .schema import PRECISIONS, Recipe, SweepEntry
-from .yamlsrc import Problem
+from .yamlsrc import Loc, Problem
 
 # Weights may use at most this share of a GPU's memory: the rest is KV cache and activations.
 MAX_WEIGHT_MEMORY_SHARE = 0.95
@@ -92,9 +92,8 @@ def entry_recipes(cat: Catalog, entry: SweepEntry) -> list[str]:
             if (not keep or keep & set(cat.recipes[rid].tags)) and not drop & set(cat.recipes[rid].tags)]
 
 
-def _sweep_problems(cat: Catalog) -> list[Problem]:
+def _sweep_problems(cat: Catalog, faulty: set[str]) -> list[Problem]:
     out = []
-    broken_fleets = any(kind == "fleet" for kind, _ in cat.broken)
     for name, sweep in cat.sweeps.items():
         origin = cat.origin("sweep", name)
         for i, entry in enumerate(sweep.entries):
@@ -113,19 +112,54 @@ def _sweep_problems(cat: Catalog) -> list[Problem]:
             for j, label in enumerate(entry.runners or []):
                 if label != "*" and label not in cat.fleets and ("fleet", label) not in cat.broken:
                     out.append(origin.problem((*loc, "runners", j), f"unknown runner label {label!r}"))
-            # An exact recipe id that no fleet can run is a mistake; a glob may match some
-            # recipes that this fleet set cannot run, and the planner leaves those out.
-            for rid in [p for p in entry.recipes if p in cat.recipes]:
-                recipe = cat.recipes[rid]
-                if recipe.hardware not in cat.hardware:
-                    continue
-                labels = [r for r in entry.runners or ["*"] if r == "*" or r in cat.fleets]
-                candidates = list(cat.fleets) if "*" in labels else labels
-                if broken_fleets:
-                    continue  # one of them might: its own problem is reported already
-                if not any(fleet_fits(cat, recipe, lb) is None for lb in candidates):
-                    out.append(origin.problem((*loc, "recipes"), f"no runner fleet can run {rid} "
-                                              f"({recipe.total_gpus} {recipe.hardware} GPUs)"))
+            out.extend(_unrunnable(cat, origin, loc, entry, faulty))
+    return out
+
+
+def _unrunnable(cat: Catalog, origin: Origin, loc: Loc, entry: SweepEntry,
+                faulty: set[str]) -> list[Problem]:
+    """The recipes of an entry that none of its fleets can run, by name.
+
+    An exact id is always named; a glob's recipe only when a fleet with its hardware exists
+    (``runners: [h200-dgx]`` with ``recipes: ["*"]`` means the H200 ones). Hardware with no
+    fleet at all is a warning of its own (``catalog_warnings``): a new GPU awaiting its fleet.
+    A recipe with problems of its own (``faulty``) is reported there only.
+    """
+    if any(kind == "fleet" for kind, _ in cat.broken):
+        return []  # one of them might: its own problem is reported already
+    labels = [r for r in entry.runners or ["*"] if r == "*" or r in cat.fleets]
+    candidates = list(cat.fleets) if "*" in labels else labels
+    out = []
+    for rid in entry_recipes(cat, entry):
+        recipe = cat.recipes[rid]
+        if recipe.hardware not in cat.hardware or rid in faulty:
+            continue
+        exact = rid in entry.recipes
+        if not exact and not any(cat.fleets[lb].hardware == recipe.hardware for lb in candidates):
+            continue
+        reasons = [why for lb in candidates if (why := fleet_fits(cat, recipe, lb)) is not None]
+        if len(reasons) == len(candidates):
+            same_hw = [w for lb, w in zip(candidates, reasons, strict=True)
+                       if cat.fleets[lb].hardware == recipe.hardware]
+            why = f": {same_hw[0]}" if same_hw else ""
+            out.append(origin.problem((*loc, "recipes"), f"no runner fleet can run {rid} "
+                                      f"({recipe.total_gpus} {recipe.hardware} GPUs){why}"))
+    return out
+
+
+def catalog_warnings(cat: Catalog) -> list[Problem]:
+    """Not errors, but a plan would quietly leave these out: hardware that recipes use and
+    no fleet has."""
+    fleet_hw = {f.hardware for f in cat.fleets.values()}
+    used: dict[str, list[str]] = {}
+    for rid, recipe in cat.recipes.items():
+        if recipe.hardware in cat.hardware and recipe.hardware not in fleet_hw:
+            used.setdefault(recipe.hardware, []).append(rid)
+    out = []
+    for hw, rids in used.items():
+        shown = ", ".join(rids[:3]) + (f" and {len(rids) - 3} more" if len(rids) > 3 else "")
+        out.append(cat.origin("hardware", hw).problem((), f"no fleet in runners/fleets.yaml has "
+                                                      f"{hw}: its recipes plan no jobs ({shown})"))
     return out
 
 
@@ -143,8 +177,11 @@ def _workload_problems(cat: Catalog) -> list[Problem]:
 def cross_validate(cat: Catalog) -> list[Problem]:
     problems: list[Problem] = []
     problems.extend(_workload_problems(cat))
+    faulty = set()
     for rid, recipe in cat.recipes.items():
-        problems.extend(_recipe_problems(cat, rid, recipe))
+        own = _recipe_problems(cat, rid, recipe)
+        problems.extend(own)
+        faulty.update([rid] if own else [])
     problems.extend(_fleet_problems(cat))
-    problems.extend(_sweep_problems(cat))
+    problems.extend(_sweep_problems(cat, faulty))
     return problems

@@ -21,6 +21,7 @@ from .errors import ClientInputError
 from .result import append_jsonl, default_filename, write_result
 from .session_sources import SessionOptions, parse_synthetic
 from .sessions import format_agentic
+from .unsupported import unsupported_reason
 
 # --session-* flag → SessionOptions field (error messages name the flag)
 SESSION_FLAGS = {
@@ -540,6 +541,9 @@ def _float(s: str, flag: str) -> float:
 
 class _OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("unrecognized arguments: "):  # another tool's flag: say why not
+            why = unsupported_reason(message.removeprefix("unrecognized arguments: ").split())
+            message = why or message
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

@@ -45,6 +45,13 @@ class Timeouts(BaseModel):
     total: float = Field(6 * 3600.0, gt=0)
 
 
+# The most tokens one prompt or answer may have: beyond the longest context any served model
+# has (10M tokens), and the catalog's bound on sequence lengths (catalog/schema.py's
+# MAX_TOKENS, 2^24). Checked before a prompt is built: 10^9 tokens would take the client
+# minutes and gigabytes of text before the server refused it.
+MAX_TOKENS = 1 << 24
+
+
 class BenchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -108,6 +115,15 @@ class BenchConfig(BaseModel):
     result_dir: str | None = None
     result_filename: str | None = None
     output_file: str | None = None  # SGLang's: the result appended as one JSON line
+
+    @field_validator("random_input_len", "random_output_len", "sharegpt_output_len",
+                     "shared_prefix_len")
+    @classmethod
+    def _token_bound(cls, v: int | None) -> int | None:
+        if v is not None and v > MAX_TOKENS:
+            raise ValueError(f"at most {MAX_TOKENS:,} tokens (more than any model's context), "
+                             f"got {v:,}")
+        return v
 
     @field_validator("goodput")
     @classmethod
@@ -220,14 +236,23 @@ class BenchConfig(BaseModel):
 
     @property
     def url(self) -> str:
-        base = (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
         if self.is_native:
             default = "/generate"
         else:
             default = "/v1/chat/completions" if self.is_chat else "/v1/completions"
         endpoint = self.endpoint or default
-        return base + (endpoint if endpoint.startswith("/") else "/" + endpoint)
+        endpoint = endpoint if endpoint.startswith("/") else "/" + endpoint
+        # an endpoint of its own (/v1/...) or the native API hangs off the server root; one
+        # without /v1 (--endpoint /completions) off the base URL as given
+        base = self.root_url if endpoint.startswith("/v1/") or self.is_native else self._base
+        return base + endpoint
+
+    @property
+    def _base(self) -> str:
+        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
 
     @property
     def root_url(self) -> str:
-        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+        """The server root: --base-url without the /v1 that OpenAI clients' base URLs end in
+        (http://host:8000/v1 is the same server as http://host:8000)."""
+        return self._base.removesuffix("/v1")

@@ -228,7 +228,22 @@ def compute(
     res["max_output_tokens_per_s"] = peak_output_rate(pairs, t0)
     # malformed SSE events (not UTF-8 or not JSON); each fails its request ("bad_event")
     res["bad_events"] = sum(r.bad_events for r in records)
+    res["request_samples"] = request_samples(ds)
     return res
+
+
+def _sig(x: float | None, scale: float = 1000.0) -> float | None:
+    return None if x is None else float(f"{x * scale:.4g}")
+
+
+def request_samples(ds: Sequence[Derived]) -> dict[str, list[float | None]]:
+    """Each successful request's TTFT, TPOT and E2E latency (ms, 4 significant digits; TPOT
+    None for a one-token answer) and output tokens: the per-request samples a level's
+    uncertainty is drawn from (a bootstrap, docs/results.md). A few bytes per request, unlike
+    bench_serving's --save-detailed lists (every token's latency and the text)."""
+    return {"ttft_ms": [_sig(d.ttft) for d in ds], "tpot_ms": [_sig(d.tpot) for d in ds],
+            "e2el_ms": [_sig(d.e2el) for d in ds],
+            "output_tokens": [d.output_tokens for d in ds]}
 
 
 def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:

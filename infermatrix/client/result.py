@@ -131,6 +131,9 @@ def default_filename(result: dict[str, Any]) -> str:
     return f"{result['backend']}-{result['request_rate']}qps{conc}-{model}-{result['date']}.json"
 
 
+RESULT_MODE = 0o644  # as bench_serving's plain open() leaves them under the usual umask
+
+
 def write_result(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write ``result`` as JSON atomically (temp file in the same directory + rename)."""
     target = Path(path)
@@ -138,6 +141,7 @@ def write_result(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     text = json.dumps(_finite(result), indent=2, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, RESULT_MODE)  # mkstemp's 0600 would hide results from a collecting user
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -202,9 +201,7 @@ async def timed_run(
     ]
     sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
     url, total = cfg.url, cfg.timeouts.total
-    progress = Progress(
-        len(prepared), enabled=not (cfg.disable_tqdm or quiet) and sys.stderr.isatty()
-    )
+    progress = Progress(len(prepared), enabled=not (cfg.disable_tqdm or quiet))
 
     parser = DeferredParser(lambda rec: progress.done(rec.ok))
 

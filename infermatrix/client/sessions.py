@@ -49,6 +49,7 @@ from .config import BenchConfig
 from .errors import ClientInputError
 from .http import HTTPClient, SinkFactory
 from .metrics import compute, derive, per_request_details, percentile
+from .progress import Progress
 from .records import RequestRecord, RequestSpec
 from .request import make_client, send
 from .result import build_result
@@ -350,12 +351,15 @@ async def run_level(
     tok: Tokenizer | None = None,
     client: HTTPClient | None = None,
     model: str | None = None,
+    on_done: Callable[[bool], None] | None = None,
 ) -> LevelOutcome:
-    """Run ``plan.agents`` closed-loop agents against the server of ``cfg``; return every turn."""
+    """Run ``plan.agents`` closed-loop agents against the server of ``cfg``; return every turn.
+    ``on_done(ok)`` after each request (progress)."""
     tok = tok or load_tokenizer(cfg.tokenizer)
     if client is None:
         async with make_client(cfg.timeouts) as own:
-            return await run_level(cfg, source, plan, affinity, tok=tok, client=own, model=model)
+            return await run_level(cfg, source, plan, affinity, tok=tok, client=own, model=model,
+                                   on_done=on_done)
     model = model or await resolve_model(client, cfg)
     turns: list[TurnRecord] = []
     records: list[RequestRecord] = []
@@ -429,6 +433,8 @@ async def run_level(
                 turns.append(tr)
                 records.append(rec)
                 decided_at.append(decided)
+                if on_done is not None:
+                    on_done(rec.ok)
                 if rec.on_first_token is not None:  # no token was parsed while it streamed
                     rec.on_first_token = None
                     window.first_token(rec.start + tr.ttft if tr.ttft is not None
@@ -607,7 +613,15 @@ async def run_multi_turn(cfg: BenchConfig, opts: SessionOptions | None = None) -
         replay_once=opts.replay_once,
         time_scale=opts.time_scale,
     )
-    out = await run_level(cfg, source, plan, parse_affinity(opts.affinity), tok=tok, model=model)
+    # the window's seconds (warm-up + measured); a replay runs until its sessions end instead
+    progress = Progress(math.ceil(plan.warmup_s + plan.duration_s),
+                        enabled=not (cfg.disable_tqdm or opts.replay_once), by_time=True)
+    progress.start(perf_counter())
+    try:
+        out = await run_level(cfg, source, plan, parse_affinity(opts.affinity), tok=tok,
+                              model=model, on_done=progress.done)
+    finally:
+        progress.close()
     measured = [r for r, t in zip(out.records, out.turns, strict=True) if t.measured]
     if not measured:
         raise ClientInputError(

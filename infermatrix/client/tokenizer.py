@@ -15,6 +15,7 @@ from typing import Protocol
 
 from .chat_template import SPECIAL_NAMES, read_template
 from .errors import ClientInputError
+from .hub import cache_root, cached_file, is_hub_id, unreachable
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
@@ -146,9 +147,21 @@ def load_tokenizer(spec: str | None, trust_remote_code: bool = False) -> Tokeniz
             raise ClientInputError(f"cannot load tokenizer {spec!r}: {_one_line(e)}") from e
         tok.chat_template, tok.special_tokens = read_template(file.parent)
         return tok
-    if "/" not in spec:  # neither a path nor an org/name hub id: do not wait on the network
+    if not is_hub_id(spec):  # neither a path nor a hub id: do not wait on the network
         raise ClientInputError(
-            f"cannot load tokenizer {spec!r}: no such file or directory, and not a hub id (org/name)"
+            f"cannot load tokenizer {spec!r}: no such file or directory, and not a hub id "
+            "(name or org/name)"
+        )
+    cached = cached_file(spec)
+    if cached is not None:  # the hub cache, as vLLM and SGLang would find it: no network
+        tok = load_tokenizer(str(cached), trust_remote_code)
+        tok.name = spec
+        return tok
+    why = unreachable()
+    if why is not None:
+        raise ClientInputError(
+            f"cannot load tokenizer {spec!r}: no such file or directory, not in the hub cache "
+            f"({cache_root()}), and the hub cannot be asked ({why})"
         )
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]

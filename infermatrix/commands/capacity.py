@@ -53,6 +53,7 @@ from ..launch.readiness import NotReady
 from ..launch.strategies import CAPACITY_FILE
 from ..plan.jobs import Job, default_runner, entry_listing, make_job
 from ..plan.measurement import CapacityMeasurement, SessionPlan, capacity_measurement
+from ..progress import Progress
 from ..results import agentic
 from ..results.store import Store
 
@@ -273,6 +274,7 @@ def _session_plan(args: argparse.Namespace) -> dict[str, Any]:
 def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
     """A search against a running server (``--base-url``): no job, no launch."""
     tiers = apply_workload(args, cat)
+    wall_tiers = [t.scaled(args.time_scale) for t in tiers]  # a simulated engine run N× faster
     if not 0 <= args.resolution_pct <= MAX_RESOLUTION_PCT:
         raise ClientInputError(f"--resolution-pct must be within 0..{MAX_RESOLUTION_PCT:g}")
     if args.duration <= 0 or args.warmup < 0:
@@ -295,6 +297,7 @@ def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
         flush_cache=not args.no_flush,
         max_context_tokens=args.max_context_tokens,
         seed=args.seed,
+        time_scale=args.time_scale,
     )
     log = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     cfg = BenchConfig(backend=args.backend, base_url=args.base_url, model=args.model,
@@ -320,14 +323,19 @@ def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
             return monitor.energy(t0, t1)[1]  # mean total watts of all sampled GPUs
 
     try:
-        doc = find_capacity_sync(
-            Target(cfg, affinity=affinity, power=power, between=between), source, tiers, dep,
-            settings, log=log,
-            meta=identity(cat, args.recipe, args.workload, simulated=False, run_id=args.run_id))
+        with Progress(None, "capacity", unit="level", enabled=not args.quiet) as progress:
+            doc = find_capacity_sync(
+                Target(cfg, affinity=affinity, power=power, between=between), source, wall_tiers,
+                dep, settings, log=log, progress=progress,
+                meta=identity(cat, args.recipe, args.workload, simulated=False,
+                              time_scale=args.time_scale, run_id=args.run_id))
     finally:
         if monitor is not None:
             monitor.stop()
     doc["sessions"] = _session_plan(args)  # what the agents ran (flags, filled from --workload)
+    if args.time_scale != 1.0:  # report the tiers as asked, not in wall-clock units
+        for entry, tier in zip(doc["tiers"], tiers, strict=True):
+            entry["tier"] = tier.model_dump()
     return doc
 
 
@@ -368,7 +376,7 @@ def capacity_job(cat: Catalog, args: argparse.Namespace) -> Job:
     if start > search.get("max_concurrency", start):  # a bound below the entry's start
         search["start"] = search["max_concurrency"]
     _measurement(cat, args, **search)  # bad overrides: one line, before the job is made
-    return make_job(cat, sweep, args.recipe, args.workload, runner, [], entry, search)
+    return make_job(cat, sweep, args.recipe, args.workload, runner, [], entry, search=search)
 
 
 def as_job(args: argparse.Namespace, cat: Catalog) -> dict[str, Any]:
@@ -389,13 +397,14 @@ def as_job(args: argparse.Namespace, cat: Catalog) -> dict[str, Any]:
                                f"{cat.workloads[args.workload].kind}, not agentic")
     job = capacity_job(cat, args)
     log = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
-    if args.virtual:
-        executor: Executor = Virtual()
-    else:
-        sim_args = ["--time-scale", str(args.time_scale), "--log-level", "WARNING"]
-        executor = Served(partial(start_sim, cat, args.recipe, extra_args=sim_args), "local",
-                          time_scale=args.time_scale)
-    with tempfile.TemporaryDirectory(prefix="imx-capacity-") as tmp:
+    with (tempfile.TemporaryDirectory(prefix="imx-capacity-") as tmp,
+          Progress(None, "capacity", unit="level", enabled=not args.quiet) as progress):
+        if args.virtual:
+            executor: Executor = Virtual()
+        else:
+            sim_args = ["--time-scale", str(args.time_scale), "--log-level", "WARNING"]
+            executor = Served(partial(start_sim, cat, args.recipe, extra_args=sim_args), "local",
+                              time_scale=args.time_scale, progress=progress)
         out = (args.output_dir or Path(tmp)) / args.run_id
         outcome = run_measurement(cat, job, out, args.run_id, executor, log=log)
         if outcome.status != "ok":

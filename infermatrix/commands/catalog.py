@@ -1,8 +1,9 @@
-"""`infermatrix catalog`: render docs/catalog.md (and its JSON form) from the recipes.
+"""`infermatrix catalog`: render docs/catalog.md (and its JSON form) from the recipes, and
+docs/fields.md (the catalog files' field reference) from the schema.
 
-    infermatrix catalog                 # write docs/catalog.md
+    infermatrix catalog                 # write docs/catalog.md and docs/fields.md
     infermatrix catalog --json out.json # also write the JSON the dashboard reads
-    infermatrix catalog --check         # exit 1 when docs/catalog.md (or --json) is stale (CI)
+    infermatrix catalog --check         # exit 1 when one is stale, or a field has no text (CI)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from ..catalog import reference
 from ..catalog.loader import default_root, load_catalog
 from ..catalog.yamlsrc import CatalogError
 from ..engines.flags import RenderError
@@ -42,22 +44,35 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or root / DEFAULT_OUTPUT
     cat = load_catalog(root)
     data, page = build(cat, partial(recipe_benchmarks, cat))
+    fields = root / reference.OUTPUT
+    undocumented = [f"{name}: no documentation (a description= in schema.py, or an entry in "
+                    "infermatrix/catalog/field_docs.py)" for name in reference.undocumented()]
+    undocumented += [f"{name}: documented in field_docs.py, but no such field"
+                     for name in reference.stale()]
+    if undocumented:
+        for line in undocumented:
+            print(f"infermatrix catalog: {line}", file=sys.stderr)
+        return 1
     if args.check:
         stale = []
         if not output.is_file() or output.read_text(encoding="utf-8") != page:
             stale.append(str(output))
+        if not fields.is_file() or fields.read_text(encoding="utf-8") != reference.markdown():
+            stale.append(str(fields))
         if args.json and (not args.json.is_file() or args.json.read_text(encoding="utf-8") != _json_text(data)):
             stale.append(str(args.json))
         if stale:
             print(f"infermatrix catalog: {', '.join(stale)} out of date: run `infermatrix catalog`"
                   + (f" --json {args.json}" if args.json else ""), file=sys.stderr)
             return 1
-        print(f"ok: {output} is current ({data['count']} configurations)")
+        print(f"ok: {output} ({data['count']} configurations) and {fields} are current")
         return 0
     write_text_atomic(output, page)
+    write_text_atomic(fields, reference.markdown())
     if args.json:
         write_json_atomic(args.json, data)
-    print(f"wrote {output} ({data['count']} configurations)" + (f" and {args.json}" if args.json else ""))
+    print(f"wrote {output} ({data['count']} configurations), {fields}"
+          + (f" and {args.json}" if args.json else ""))
     return 0
 
 

@@ -8,6 +8,7 @@ and ``report`` together here; those packages do not import each other.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sqlite3
 import sys
@@ -25,10 +26,13 @@ from ..report import build_report
 from ..report.dashboard import launch_commands
 from ..results.agentic import AgenticRecord
 from ..results.collect import collect
-from ..results.compare import DEFAULT_NOISE, compare, failures, markdown
+from ..results.compare import DEFAULT_NOISE, HEADLINE, compare, failures, markdown
 from ..results.compare_agentic import agentic_markdown, agentic_regressions, compare_agentic
 from ..results.export import write_records_csv, write_records_jsonl
-from ..results.records import Record, run_order
+from ..results.failures import JobFailure, not_superseded
+from ..results.failures import select as select_failures
+from ..results.records import Record, order_runs, run_order
+from ..results.regression import DEFAULT_LOOKBACK, DEFAULT_Z, MIN_NIGHTS, Rule, night_history
 from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
 from ..results.store import Store, is_store
 
@@ -126,6 +130,10 @@ def _collect(args: argparse.Namespace) -> int:
         print(f"collect: {s.line()}")
         if result.agentic or evals.records:
             print(f"collect: {_kinds_line(result.agentic, len(evals.records), stored)}")
+        if result.failures:
+            stored_text = (f" (store: {result.failures_stored.text()})"
+                           if result.failures_stored is not None else "")
+            print(f"collect: {len(result.failures)} failed jobs{stored_text}")
         if note:
             print(note)
     return 1 if args.strict and problems else 0
@@ -142,7 +150,9 @@ def report_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="infermatrix report", description="Plots, dashboard and job summary from run "
                 "directories, history stores or records JSONL (docs/dashboard.md).")
     p.add_argument("inputs", nargs="+", type=Path, metavar="RUN|STORE|JSONL")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR",
+                   help="where to write (default, for one input: a run directory itself, as "
+                        "`infermatrix sweep` does, or the folder holding the store or JSONL)")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
     p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
     p.add_argument("--title", default="infermatrix results")
@@ -156,17 +166,28 @@ def report_parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_output(inputs: Sequence[Path]) -> Path:
+    """`report RUN` writes beside the run's results, as `sweep` does; `report STORE` beside
+    the store. Several inputs have no obvious home: then -o is needed."""
+    if len(inputs) != 1:
+        raise UsageError("-o DIR is needed with several inputs")
+    return inputs[0] if inputs[0].is_dir() else inputs[0].parent
+
+
 def _report(args: argparse.Namespace) -> int:
     check_exists(args.inputs)
+    args.output = args.output or default_output(args.inputs)
     launch = launch_commands(args.catalog_json) if args.catalog_json else None
     loaded = load(args.inputs)
     records = select_runs(loaded.records, args.run, args.last,
-                          known={a.run_id for a in loaded.agentic})
+                          known={a.run_id for a in loaded.agentic} | {f.run_id for f in loaded.failures})
     searches = select_agentic(loaded.agentic, args.run, args.last)
+    broken = failures_of(loaded.failures, records, args.run, args.last)
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
                            title=args.title, catalog=args.catalog, launch=launch,
-                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md)
+                           plots=not args.no_plots, agentic=searches, accuracy_md=gate_md,
+                           failures=broken)
     summary = outputs["summary"]
     target = args.summary or (Path(os.environ["GITHUB_STEP_SUMMARY"])
                               if os.environ.get("GITHUB_STEP_SUMMARY") else None)
@@ -174,11 +195,25 @@ def _report(args: argparse.Namespace) -> int:
         with target.open("a", encoding="utf-8") as fh:
             fh.write(summary.read_text(encoding="utf-8"))
     searched = f", {len(searches)} agentic capacity records" if searches else ""
-    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs{searched} -> "
+    failed = f", {len(broken)} failed jobs" if broken else ""
+    print(f"report: {len(marked)} levels from {len(run_order(marked))} runs{searched}{failed} -> "
           f"{args.output}")
     for name, path in outputs.items():
         print(f"  {name}: {path}")
     return 0
+
+
+def failures_of(failures: Sequence[JobFailure], records: Sequence[Record],
+                runs: Sequence[str] | None, last: int | None) -> list[JobFailure]:
+    """The failure records of the runs a report shows (those named, else of the last N runs,
+    levels' and failures' runs together, else all) that no later run measured past."""
+    if runs:
+        failures = select_failures(failures, runs)
+    elif last is not None:
+        order = order_runs([(r.run_id, r.started_at) for r in records]
+                           + [(f.run_id, f.failed_at) for f in failures])
+        failures = select_failures(failures, order[-last:])
+    return not_superseded(failures, records)
 
 
 def report_main(argv: Sequence[str]) -> int:
@@ -195,22 +230,48 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("new", type=Path, metavar="NEW", help="run directory, store or records JSONL")
     p.add_argument("--base-run", metavar="RUN_ID", help="the run of BASE to compare")
     p.add_argument("--new-run", metavar="RUN_ID", help="the run of NEW to compare")
-    p.add_argument("--noise", type=float, default=DEFAULT_NOISE * 100, metavar="PCT",
-                   help="changes within ± PCT %% are 'same' (default 3)")
-    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
-                   help="exit 1 when a headline metric is worse by more than PCT %%, a level "
-                        "that passed now fails, an SLO tier holds fewer agents by more than "
-                        "PCT %% or an accuracy evaluation that passed now fails")
+    p.add_argument("--noise", type=_amount("--noise"), default=DEFAULT_NOISE * 100,
+                   metavar="PCT", help="the night-to-night band of a configuration with fewer "
+                   f"than {MIN_NIGHTS} runs of history (default 3); SLO tiers' agents within "
+                   "± PCT %% are 'same'")
+    p.add_argument("--z", type=_amount("--z"), default=DEFAULT_Z, metavar="Z",
+                   help="a change is a regression only beyond Z × both the levels' own "
+                        "bootstrap spread and the night-to-night spread (default %(default)g)")
+    p.add_argument("--lookback", type=int, default=DEFAULT_LOOKBACK, metavar="N",
+                   help="the night-to-night spread comes from BASE's last N runs (a history "
+                        "store, or a folder or JSONL of several runs; default %(default)s)")
+    p.add_argument("--fail-on-regression", type=_amount("--fail-on-regression"), metavar="PCT",
+                   help="exit 1 when a regression (beyond the noise, as --z says) is worse by "
+                        "more than PCT %% (0: any), a level that passed now fails, an SLO tier "
+                        "holds fewer agents by more than PCT %% or an accuracy evaluation that "
+                        "passed now fails")
     return p
+
+
+def _amount(flag: str) -> Callable[[str], float]:
+    """An argparse type: a finite number ≥ 0 (nan would silently disable a gate)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"{flag}: {text!r} is not a finite number ≥ 0")
+        return value
+
+    return parse
 
 
 @dataclass
 class _Side:
     records: list[Record]
     agentic: list[AgenticRecord]
+    failures: list[JobFailure]
 
     def runs(self) -> set[str]:
-        return {r.run_id for r in self.records} | {a.run_id for a in self.agentic}
+        return ({r.run_id for r in self.records} | {a.run_id for a in self.agentic}
+                | {f.run_id for f in self.failures})
 
 
 def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
@@ -218,42 +279,64 @@ def _side(path: Path, run: str | None, exclude: _Side | None = None) -> _Side:
     (throughput and capacity each their own latest), or everything a folder or file holds."""
     if run is not None:
         loaded = load_one(path)
-        known = {a.run_id for a in loaded.agentic}
+        known = {a.run_id for a in loaded.agentic} | {f.run_id for f in loaded.failures}
         return _Side(select_runs(loaded.records, [run], known=known),
-                     select_agentic(loaded.agentic, [run]))
+                     select_agentic(loaded.agentic, [run]), select_failures(loaded.failures, [run]))
     if path.is_file() and is_store(path):
         with Store(path) as db:
             runs = [r for r in db.runs() if exclude is None or r not in exclude.runs()]
             searched = sorted({a.run_id for a in db.agentic()}
                               - (exclude.runs() if exclude else set()))
             return _Side(db.records(runs[-1:]) if runs else [],
-                         db.agentic(searched[-1:]) if searched else [])
+                         db.agentic(searched[-1:]) if searched else [],
+                         db.failures(runs[-1:]) if runs else [])
     loaded = load_one(path)
-    return _Side(loaded.records, loaded.agentic)
+    return _Side(loaded.records, loaded.agentic, loaded.failures)
+
+
+def _history(path: Path, base: _Side, new: _Side, lookback: int) -> list[Record]:
+    """BASE's runs up to the one compared (never NEW's): the last ``lookback`` of them, whose
+    night-to-night spread the regression rule weighs a change against."""
+    if not base.records:
+        return []
+    last = run_order(base.records)[-1]
+
+    def window(order: list[str]) -> list[str]:
+        order = [r for r in order if r not in new.runs()]
+        return order[:order.index(last) + 1][-lookback:] if last in order else [last]
+
+    if path.is_file() and is_store(path):
+        with Store(path) as db:
+            return db.records(window(db.runs()))
+    loaded = load_one(path).records
+    keep = set(window(run_order(loaded)))
+    return [r for r in loaded if r.run_id in keep]
 
 
 def _compare(args: argparse.Namespace) -> int:
     check_exists([args.base, args.new])
-    for name in ("noise", "fail_on_regression"):
-        if (getattr(args, name) or 0) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    if args.lookback < 1:
+        raise UsageError(f"--lookback: at least 1 run, not {args.lookback}")
     new = _side(args.new, args.new_run)
     base = _side(args.base, args.base_run, new)
     noise = args.noise / 100
-    rows = compare(base.records, new.records, noise)
+    rule = Rule(noise=noise, z=args.z,
+                nights=night_history(_history(args.base, base, new, args.lookback),
+                                     args.lookback, [m for m, _ in HEADLINE]))
+    rows = compare(base.records, new.records, noise, base.failures, new.failures, rule=rule)
     capacity = compare_agentic(base.agentic, new.agentic, noise)
     text, acc_regressions = accuracy_section(evals_from([args.base], base.runs()),
                                              evals_from([args.new], new.runs()),
                                              current_accuracy())
-    print(markdown(rows, base.records, new.records, noise) + agentic_markdown(capacity) + text,
-          end="")
+    print(markdown(rows, base.records, new.records, noise, rule, args.lookback)
+          + agentic_markdown(capacity) + text, end="")
     if args.fail_on_regression is None:
         return 0
     bad = failures(rows, args.fail_on_regression / 100)
     fewer = agentic_regressions(capacity, args.fail_on_regression / 100)
     if bad or fewer or acc_regressions:
-        print(f"infermatrix compare: {len(bad)} configurations worse by more than "
-              f"{args.fail_on_regression:g}% or now failing, {len(fewer)} SLO tiers with fewer "
+        print(f"infermatrix compare: {len(bad)} configurations now failing or worse beyond "
+              f"the noise by more than {args.fail_on_regression:g}%, {len(fewer)} SLO tiers with fewer "
               f"agents, {acc_regressions} accuracy regressions", file=sys.stderr)
         return 1
     return 0

@@ -24,6 +24,7 @@ from ..launch.execute import (
     install_signal_handlers,
 )
 from ..launch.job import POLICIES, READY_TIMEOUT_S, Interrupted
+from ..launch.jobs_progress import JobsProgress
 from ..launch.pidfile import reap
 from ..launch.provenance import new_run_id
 from ..launch.state import run_id_of, should_run, unfinished_jobs
@@ -173,17 +174,26 @@ def main(args: argparse.Namespace) -> int:
     install_signal_handlers()
     settings = run_settings(args)
     code = 0
-    for job in jobs:
-        if not should_run(run_dir / "jobs" / job.id, run_id, bool(args.resume)):
-            print(f"done already: {run_dir / 'jobs' / job.id}")
-            continue
-        print(f"job {job.id} -> {run_dir}", file=sys.stderr)
-        try:
-            outcome = execute(cat, job, run_dir, run_id, settings)
-        except (Interrupted, KeyboardInterrupt) as exc:
-            print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}; finish it with "
-                  f"--resume {run_id}", file=sys.stderr)
-            return 130
-        print(f"{outcome.status}: {outcome.job_dir}" + (f" ({outcome.error})" if outcome.error else ""))
-        code = code or (0 if outcome.status == "ok" else 1)
+    progress = JobsProgress(jobs, "run")
+    try:
+        for job in jobs:
+            if not should_run(run_dir / "jobs" / job.id, run_id, bool(args.resume)):
+                print(f"done already: {run_dir / 'jobs' / job.id}")
+                progress.end(job)
+                continue
+            print(f"job {job.id} -> {run_dir}", file=sys.stderr)
+            progress.start(job, run_dir / "jobs" / job.id)
+            try:
+                with progress.progress.quiet_stderr():
+                    outcome = execute(cat, job, run_dir, run_id, settings)
+            except (Interrupted, KeyboardInterrupt) as exc:
+                print(f"interrupted ({exc or 'SIGINT'}): torn down; see {run_dir}; finish it "
+                      f"with --resume {run_id}", file=sys.stderr)
+                return 130
+            progress.end(job)
+            print(f"{outcome.status}: {outcome.job_dir}"
+                  + (f" ({outcome.error})" if outcome.error else ""))
+            code = code or (0 if outcome.status == "ok" else 1)
+    finally:
+        progress.close()
     return code

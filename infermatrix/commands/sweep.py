@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 
 from ..catalog.loader import Catalog, load_catalog
@@ -17,13 +18,15 @@ from ..cpus import usable_cpus
 from ..errors import UsageError
 from ..launch.execute import ENGINE_MODES, engine_mode, execute, install_signal_handlers
 from ..launch.executors import search_in_virtual_time
+from ..launch.failure import reason_of
 from ..launch.job import Interrupted, make_folder
+from ..launch.jobs_progress import JobsProgress
 from ..launch.pidfile import reap
 from ..launch.provenance import new_run_id, utc_now
 from ..launch.state import RunLedger, run_id_of, should_run
 from ..launch.virtual_pool import LevelPool
-from ..plan.cli import add_filter_arguments, filters_from, resolve_sweep
-from ..plan.jobs import Job, plan_sweep
+from ..plan.cli import add_filter_arguments, filtered_plan, resolve_sweep
+from ..plan.jobs import Job
 from .run import add_run_arguments, run_settings
 
 # The `infermatrix` subcommands a sweep runs, in order. CI runs the same ones: `validate` and
@@ -43,11 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run every job on this machine (the default; GitHub Actions fans the "
                              "same stages out over self-hosted runners)")
     add_filter_arguments(parser)  # its --engine GLOB filters recipes, as in `infermatrix plan`
-    for action in parser._actions:  # ... and also takes `run --engine`'s sim|real|auto
+    for action in parser._actions:
         if "--engine" in action.option_strings:
-            action.help = ("sim (default), real or auto: what serves the jobs, as in "
-                           "`infermatrix run`; any other value keeps jobs whose engine matches "
-                           "GLOB (repeatable)")
+            action.help = ("keep jobs whose engine (vllm, sglang, trtllm) matches GLOB "
+                           "(repeatable); what serves the jobs is --serve")
+    parser.add_argument("--serve", dest="serve", choices=ENGINE_MODES, default=None,
+                        help="what serves the jobs, as `infermatrix run --engine`: sim "
+                             "(default), real or auto")
     scratch = argparse.ArgumentParser(add_help=False)
     add_run_arguments(scratch)
     group = parser.add_argument_group("how to run")
@@ -61,13 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_engine_flags(args: argparse.Namespace) -> None:
-    """`--engine sim|real|auto` chooses what serves (as in `infermatrix run`); any other value
-    filters recipes by engine name (vllm, sglang, trtllm — never one of those three words)."""
+    """--serve chooses what serves; --engine filters recipes by engine name. The older spelling
+    `--engine sim|real|auto` (never an engine's name) still chooses what serves, with a note."""
     modes = [g for g in args.engine if g in ENGINE_MODES]
-    if len(set(modes)) > 1:
-        raise UsageError(f"--engine: choose one of {', '.join(ENGINE_MODES)}, not {modes}")
+    if len(set(modes)) > 1 or (modes and args.serve and args.serve != modes[0]):
+        raise UsageError(f"--serve: choose one of {', '.join(ENGINE_MODES)}, not "
+                         f"{[*([args.serve] if args.serve else []), *modes]}")
     if modes:
-        args.engine_mode = modes[0]
+        print(f"note: --engine {modes[0]} chooses what serves; spell it --serve {modes[0]} "
+              "(--engine filters jobs by engine name)", file=sys.stderr)
+    args.engine_mode = args.serve or (modes[0] if modes else args.engine_mode)
     args.engine = [g for g in args.engine if g not in ENGINE_MODES]
     if args.virtual:
         args.engine_mode = "sim"
@@ -81,8 +89,8 @@ def resume_engine(args: argparse.Namespace, engine: object) -> None:
         args.engine_mode = engine
 
 
-def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str
-               ) -> LevelPool | None:
+def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: str,
+               on_done: Callable[[object], None] | None = None) -> LevelPool | None:
     """Workers measuring the virtual levels and capacity searches of ``jobs`` ahead, when
     there are workers and tasks enough to share."""
     levels = [j for j in jobs if j.capacity is None]
@@ -94,7 +102,7 @@ def level_pool(cat: Catalog, args: argparse.Namespace, jobs: list[Job], run_id: 
     if not args.virtual or args.workers < 2 or tasks < 2:
         return None
     return LevelPool(cat, levels, min(args.workers, tasks), searches=searches,
-                     search=partial(search_in_virtual_time, run_id=run_id))
+                     search=partial(search_in_virtual_time, run_id=run_id), on_done=on_done)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -116,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
         resume_engine(args, ledger.doc.get("engine"))
     else:
         sweep = resolve_sweep(cat, args.sweep)
-        jobs = plan_sweep(cat, sweep, filters_from(args))
+        jobs = filtered_plan(cat, sweep, args)
         make_folder(run_dir)
         ledger = RunLedger.create(run_dir, {
             "schema_version": 1, "kind": "run-manifest", "run_id": run_id, "sweep": sweep,
@@ -132,21 +140,33 @@ def main(args: argparse.Namespace) -> int:
     try:
         reap(args.output_dir, lambda m: print(m, file=sys.stderr))  # servers a killed runner left
         _stage("run")
-        pool = level_pool(cat, args, [j for j in jobs if ledger.state(j.id) != "done"], run_id)
+        todo = [j for j in jobs if ledger.state(j.id) != "done"]
+        todo_ids = {j.id for j in todo}
+        progress = JobsProgress(todo, f"sweep {sweep}")
+        pool = level_pool(cat, args, todo, run_id, on_done=progress.measured)
         settings = run_settings(args, pool)
-        for i, job in enumerate(jobs, 1):
-            job_dir = run_dir / "jobs" / job.id
-            if ledger.state(job.id) == "done" or not should_run(job_dir, run_id, bool(args.resume)):
-                print(f"[{i}/{len(jobs)}] {job.id}: done already", file=sys.stderr)
-                continue
-            print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
-            current = job.id
-            ledger.started(job.id)
-            outcome = execute(cat, job, run_dir, run_id, settings)
-            ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
-            current = None
-            if outcome.error:
-                print(f"  {outcome.status}: {outcome.error.splitlines()[0]}", file=sys.stderr)
+        try:
+            with progress.progress.quiet_stderr():
+                for i, job in enumerate(jobs, 1):
+                    job_dir = run_dir / "jobs" / job.id
+                    if ledger.state(job.id) == "done" or not should_run(job_dir, run_id,
+                                                                        bool(args.resume)):
+                        print(f"[{i}/{len(jobs)}] {job.id}: done already", file=sys.stderr)
+                        if job.id in todo_ids:  # another runner's: its units are not ours
+                            progress.end(job)
+                        continue
+                    print(f"[{i}/{len(jobs)}] {job.id}", file=sys.stderr)
+                    current = job.id
+                    ledger.started(job.id)
+                    progress.start(job, job_dir)
+                    outcome = execute(cat, job, run_dir, run_id, settings)
+                    progress.end(job)
+                    ledger.ended(job.id, outcome.job_dir, outcome.status, outcome.error)
+                    current = None
+                    if outcome.error:  # the reason, not just the headline (the log tail's line)
+                        print(f"  {outcome.status}: {reason_of(outcome.error)}", file=sys.stderr)
+        finally:
+            progress.close()
         if pool is not None:
             pool.close()
         ledger.close()

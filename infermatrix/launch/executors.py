@@ -32,6 +32,7 @@ from .virtual import measure_level
 
 if TYPE_CHECKING:
     from ..evals.step import EvalServer
+    from ..progress import Progress
     from .loop import Run
 
 NO_SERVER = "virtual time: no server runs, so no evaluation can query one"
@@ -57,9 +58,10 @@ class Served:
     """A deployment started for the job and proven to serve."""
 
     def __init__(self, start: Starter, launcher: str, ready_timeout_s: float = READY_TIMEOUT_S,
-                 time_scale: float = 1.0) -> None:
+                 time_scale: float = 1.0, progress: Progress | None = None) -> None:
         self._start, self.launcher, self.ready_timeout_s = start, launcher, ready_timeout_s
         self.time_scale = time_scale  # a simulated engine run N× faster (capacity searches)
+        self.progress = progress  # a capacity search's levels, with an ETA (capacity/eta.py)
         self.simulated = False
         self.deployment: Launched | None = None
         self.monitor: GpuMonitor | None = None
@@ -138,7 +140,7 @@ class Served:
         doc = find_capacity_sync(
             target, source_of(m.sessions, cat.root, load_tokenizer(dep.tokenizer)),
             [t.scaled(self.time_scale) for t in tiers], footprint_of(cat, job.recipe), s,
-            log=run.log, meta=capacity_identity(cat, job, run.run_id, self.launcher,
+            log=run.log, progress=self.progress, meta=capacity_identity(cat, job, run.run_id, self.launcher,
                                                 self.simulated))
         if self.time_scale != 1.0:  # the tiers as asked, not in wall-clock units
             doc["infermatrix"]["time_scale"] = self.time_scale

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..catalog.loader import Catalog
 from ..plan.jobs import Job
 from .executors import Virtual
+from .failure import record_failure
 from .job import (
     Interrupted,
     JobOutcome,
@@ -126,6 +127,7 @@ def run_measurement(cat: Catalog, job: Job, out_dir: Path, run_id: str, executor
     finally:
         executor.stop()
         finish_manifest(job, job_dir, manifest)
+        record_failure(job_dir, manifest, executor.simulated)
     if interrupted is not None:
         raise interrupted
     return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])

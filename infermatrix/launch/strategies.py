@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
 from .job import LevelFailed, error_rate_problem, level_line, record_level
+from .jobs_progress import CAPACITY_FILE  # progress counts it as the job's one unit
 from .provenance import utc_now
 from .readiness import NotReady
 from .state import to_measure
@@ -23,7 +24,6 @@ from .state import to_measure
 if TYPE_CHECKING:
     from .loop import Executor, Log, Run, Strategy
 
-CAPACITY_FILE = "capacity.json"
 
 
 def fixed_levels(run: Run, ex: Executor) -> None:

@@ -3,8 +3,9 @@ records them in order.
 
 A level in virtual time is a pure function of the catalog, the job and the concurrency (the
 drawn lengths and the engine are seeded), and so is a capacity search of a job, so both can be
-simulated on every core. The searches are handed out first: each is one long task (many
-levels in turn), so started first they end with the levels instead of after them. Only the measuring moves: the sweep's loop still asks for each level in its own order
+simulated on every core. The searches are handed out first, after one level per worker (a
+first measured rate for the sweep's ETA): each is one long task (many levels in turn), so
+started first they end with the levels instead of after them. Only the measuring moves: the sweep's loop still asks for each level in its own order
 and records it (manifests, the ledger, resume and signal handling stay in the main process),
 and gets exactly the result measuring it there would have given. Workers are forked (they
 share the loaded catalog), ignore Ctrl-C (the main process stops them) and are terminated
@@ -47,15 +48,24 @@ class LevelPool:
     for each job of ``searches``, whose result ``searched(job)`` returns."""
 
     def __init__(self, cat: Catalog, jobs: Iterable[Job], workers: int, *,
-                 searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None):
-        # forked: the catalog is shared, not pickled; the sweep's signal handlers are not
+                 searches: Iterable[Job] = (), search: Callable[[Catalog, Job], Any] | None = None,
+                 on_done: Callable[[Any], None] | None = None):
+        # forked: the catalog is shared, not pickled; the sweep's signal handlers are not.
+        # on_done(result) is called (in the pool's result thread) as each task ends: progress
         self._pool = fork_pool(workers, _init_worker, (cat,))
-        self._searches: dict[str, AsyncResult[Any]] = {
-            job.id: self._pool.apply_async(_search, (search, job))
-            for job in searches} if search is not None else {}
+        levels = [(job, conc) for job in jobs for conc in job.concurrency]
+        # one short level per worker before the long searches: the sweep's progress has a
+        # measured rate (an ETA) within seconds, and the searches still start almost first
+        head = levels[:workers] if search is not None else []
         self._pending: dict[tuple[str, int], AsyncResult[dict[str, Any]]] | None = {
-            (job.id, conc): self._pool.apply_async(_measure, (job, conc))
-            for job in jobs for conc in job.concurrency}
+            (job.id, conc): self._pool.apply_async(_measure, (job, conc), callback=on_done)
+            for job, conc in head}
+        self._searches: dict[str, AsyncResult[Any]] = {
+            job.id: self._pool.apply_async(_search, (search, job), callback=on_done)
+            for job in searches} if search is not None else {}
+        self._pending.update({
+            (job.id, conc): self._pool.apply_async(_measure, (job, conc), callback=on_done)
+            for job, conc in levels[len(head):]})
 
     def searched(self, job: Job) -> Any | None:
         """The result of ``job``'s search, waited for; None if the pool was not given it (or

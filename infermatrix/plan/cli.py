@@ -9,21 +9,41 @@ from pathlib import Path
 
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
-from .github import MAX_SHARDS, github_outputs, write_github_outputs
+from .empty import why_empty
+from .github import MAX_SHARDS, matrix_outputs, write_github_outputs, write_plan
 from .incremental import DEFAULT_MAX_AGE_DAYS, incremental_plan
-from .jobs import Filters, Job, plan_sweep
+from .jobs import FILTER_NAMES, Filters, Job, plan_sweep
+from .planfile import read_plan_file
+from .summary import measures, write_summary
 
-FILTER_FLAGS = ("model", "hardware", "engine", "workload", "recipe", "runner")
+FILTER_FLAGS = FILTER_NAMES
 
 
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     for name in FILTER_FLAGS:
         parser.add_argument(f"--{name}", action="append", default=[], metavar="GLOB",
-                            help=f"keep jobs whose {name} matches GLOB (repeatable)")
+                            help=f"keep jobs whose {name} matches GLOB, case-insensitive "
+                                 "(repeatable)")
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="plan nothing without failing when the filters match no job "
+                             "(by default that is an error naming the filter and its values)")
 
 
 def filters_from(args: argparse.Namespace) -> Filters:
     return Filters(**{name: getattr(args, name) for name in FILTER_FLAGS})
+
+
+def filtered_plan(cat: Catalog, sweep: str, args: argparse.Namespace) -> list[Job]:
+    """The sweep's jobs under the command line's filters; none is an error unless
+    --allow-empty (then a note says why)."""
+    filters = filters_from(args)
+    jobs = plan_sweep(cat, sweep, filters)
+    if not jobs:
+        why = "\n".join(why_empty(cat, sweep, filters))
+        if not args.allow_empty:
+            raise UsageError(f"no jobs to plan: {why}\n(--allow-empty plans nothing without failing)")
+        print(f"note: no jobs to plan: {why}", file=sys.stderr)
+    return jobs
 
 
 def resolve_sweep(cat: Catalog, sweep: str) -> str:
@@ -36,13 +56,28 @@ def resolve_sweep(cat: Catalog, sweep: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sweep", help="sweep name or path (matrix/sweeps/NAME.yaml)")
+    parser.add_argument("sweep", help="sweep name or path (matrix/sweeps/NAME.yaml), or a plan "
+                        "file (.json: `--format json` output, or a shard of --plan-dir); put "
+                        "`--` before it when it comes from outside")
     add_filter_arguments(parser)
-    parser.add_argument("--format", choices=("table", "json", "github"), default="table")
+    parser.add_argument("--format", choices=("table", "json", "github", "matrix"),
+                        default="table",
+                        help="github: the plan files in --plan-dir and their shard ids as GitHub "
+                             "outputs (sweep.yml); matrix: one shard as job.yml's matrix")
     parser.add_argument("--github-output", metavar="PATH",
                         help="file to append GitHub outputs to (default: $GITHUB_OUTPUT)")
+    parser.add_argument("--plan-dir", type=Path, default=Path("plan"), metavar="DIR",
+                        help="with --format github: the folder for the plan files, one per "
+                             "shard (default: plan; sweep.yml uploads it as the artifact `plan`)")
     parser.add_argument("--max-shards", type=int, default=MAX_SHARDS,
-                        help=f"shard jobs the workflow declares (default {MAX_SHARDS})")
+                        help=f"most shards the workflow fans out over (default {MAX_SHARDS})")
+    parser.add_argument("--simulate", nargs="?", const="true", default="false",
+                        choices=("true", "false"),
+                        help="with --format matrix: run the jobs on GitHub-hosted runners in "
+                             "virtual time (no GPU), instead of on their fleets' runners")
+    parser.add_argument("--summary", metavar="PATH",
+                        help="append the plan as a markdown table to PATH (GitHub: "
+                             "\"$GITHUB_STEP_SUMMARY\")")
     parser.add_argument("--root", type=Path, help="catalog root (default: this checkout)")
     inc = parser.add_argument_group("incremental planning")
     inc.add_argument("--incremental", nargs="?", const="true", default="false",
@@ -72,7 +107,7 @@ def _incremental(jobs: list[Job], args: argparse.Namespace) -> list[Job]:
 
 def _table(jobs: list[Job]) -> str:
     header = ("id", "runner", "gpus", "concurrency", "fingerprint")
-    rows = [(j.id, j.runner, str(j.gpus), _measures(j), j.fingerprint) for j in jobs]
+    rows = [(j.id, j.runner, str(j.gpus), measures(j), j.fingerprint) for j in jobs]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in [header, *rows]]
@@ -82,21 +117,34 @@ def _table(jobs: list[Job]) -> str:
     return "\n".join(lines)
 
 
-def _measures(job: Job) -> str:
-    if job.capacity is not None:
-        return "capacity " + ",".join(t.name for t in job.capacity.tiers)
-    return ",".join(map(str, job.concurrency))
+def _planned(args: argparse.Namespace) -> list[Job]:
+    """The jobs of a sweep (expanded from the catalog), or of a plan file written earlier."""
+    if args.sweep.endswith(".json"):
+        filters = filters_from(args)
+        return [j for j in read_plan_file(Path(args.sweep)) if filters.allows(
+            model=j.model, hardware=j.hardware, engine=j.engine, workload=j.workload,
+            recipe=j.recipe, runner=j.runner)]
+    cat = load_catalog(args.root)
+    return _incremental(filtered_plan(cat, resolve_sweep(cat, args.sweep), args), args)
 
 
 def main(args: argparse.Namespace) -> int:
-    cat = load_catalog(args.root)
-    jobs = _incremental(plan_sweep(cat, resolve_sweep(cat, args.sweep), filters_from(args)), args)
+    jobs = _planned(args)
+    if args.summary:
+        write_summary(jobs, args.sweep, args.summary)
     if args.format == "json":
         json.dump([j.model_dump() for j in jobs], sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.format == "github":
-        target = write_github_outputs(github_outputs(jobs, args.max_shards), args.github_output)
-        print(f"wrote {len(jobs)} jobs to {target}", file=sys.stderr)
+        outputs = write_plan(jobs, args.plan_dir, args.max_shards)
+        target = write_github_outputs(outputs, args.github_output)
+        print(f"wrote {len(jobs)} jobs in {outputs['shard_count']} shards to {args.plan_dir}/, "
+              f"their ids to {target}", file=sys.stderr)
+    elif args.format == "matrix":
+        target = write_github_outputs(matrix_outputs(jobs, args.simulate == "true"),
+                                      args.github_output)
+        where = "GitHub-hosted runners, virtual time" if args.simulate == "true" else "fleets"
+        print(f"wrote a matrix of {len(jobs)} jobs ({where}) to {target}", file=sys.stderr)
     else:
         print(_table(jobs))
     return 0

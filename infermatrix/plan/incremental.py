@@ -94,7 +94,7 @@ def _sqlite_rows(path: Path) -> Iterator[Row]:
         status = "status" if "status" in columns else "NULL"
         yield from con.execute(f"SELECT fingerprint, {run}, finished_at, {status} FROM records")
         capacity = {row[1] for row in con.execute("PRAGMA table_info(agentic)")}
-        if {"fingerprint", "finished_at", "run_id"} <= capacity:  # a store of schema v5 or later
+        if {"fingerprint", "finished_at", "run_id"} <= capacity:  # a store of schema v6 or later
             yield from con.execute("SELECT fingerprint, run_id, finished_at, 'ok' FROM agentic")
     except sqlite3.Error as exc:
         raise UsageError(f"{path}: cannot read the history store: {exc}") from None

@@ -17,7 +17,7 @@ import fnmatch
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -109,33 +109,96 @@ class Filters:
     def allows(self, **values: str) -> bool:
         for name, value in values.items():
             patterns: list[str] = getattr(self, name)
-            if patterns and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+            if patterns and not any(matches(value, p) for p in patterns):
                 return False
         return True
 
 
+FILTER_NAMES = tuple(f.name for f in fields(Filters))
+
+
+def matches(value: str, pattern: str) -> bool:
+    """A filter's glob, case-insensitive: ``--hardware h200`` means H200."""
+    return fnmatch.fnmatchcase(value.casefold(), pattern.casefold())
+
+
+def _canonical(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _digest(payload: Any, length: int = 16) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return _sha(_canonical(payload), length)
+
+
+def _sha(text: str, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+_VERSION_JSON = _canonical(FINGERPRINT_VERSION)
+
+
+class PlanMemo:
+    """What a sweep's jobs share, computed once per plan instead of once per job (a 10,000-job
+    sweep has a few hundred recipes): each catalog entry's canonical JSON in the fingerprint,
+    and whether a recipe launches per level."""
+
+    def __init__(self, cat: Catalog) -> None:
+        self.cat = cat
+        self._parts: dict[tuple[str, str], str] = {}
+        self._split: dict[str, bool] = {}
+        self._timeouts: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def part(self, kind: str, name: str) -> str:
+        key = (kind, name)
+        if key not in self._parts:
+            self._parts[key] = _canonical(self._dump(kind, name))
+        return self._parts[key]
+
+    def _dump(self, kind: str, name: str) -> Any:
+        cat = self.cat
+        if kind == "recipe":
+            return cat.recipes[name].model_dump(mode="json", exclude={"source", "tags"})
+        if kind == "model":
+            return cat.models[name].model_dump(mode="json")
+        if kind == "hardware":
+            return cat.hardware[name].model_dump(mode="json", exclude={"usd_per_gpu_hour"})
+        if kind == "workload":
+            return cat.workloads[name].model_dump(mode="json", exclude={"description"})
+        return cat.fleets[name].model_dump(mode="json", exclude={"hosts", "exclude_nodes"})
+
+    def launch_per_concurrency(self, recipe_id: str) -> bool:
+        if recipe_id not in self._split:
+            self._split[recipe_id] = self.cat.recipes[recipe_id].launch_per_concurrency
+        return self._split[recipe_id]
+
+    def timeout_minutes(self, workload: str, concurrency: list[int]) -> int:
+        key = (workload, tuple(concurrency))
+        if key not in self._timeouts:
+            self._timeouts[key] = _timeout_minutes(self.cat, workload, concurrency)
+        return self._timeouts[key]
+
+
 def fingerprint(cat: Catalog, recipe_id: str, workload: str, runner: str,
-                concurrency: list[int], capacity: CapacityMeasurement | None = None) -> str:
-    """Hash of everything that can change a job's numbers (not its source notes or tags)."""
+                concurrency: list[int], capacity: CapacityMeasurement | None = None,
+                memo: PlanMemo | None = None) -> str:
+    """Hash of everything that can change a job's numbers (not its source notes or tags).
+    The canonical JSON of {v, recipe, model, hardware, workload, fleet, concurrency[, capacity]}
+    with sorted keys, assembled from each entry's own canonical JSON (the same bytes)."""
+    memo = memo or PlanMemo(cat)
     recipe = cat.recipes[recipe_id]
-    fleet = cat.fleets[runner]
-    payload = {
-        "v": FINGERPRINT_VERSION,
-        "recipe": recipe.model_dump(mode="json", exclude={"source", "tags"}),
-        "model": cat.models[recipe.model].model_dump(mode="json"),
-        "hardware": cat.hardware[recipe.hardware].model_dump(mode="json", exclude={"usd_per_gpu_hour"}),
-        "workload": cat.workloads[workload].model_dump(mode="json", exclude={"description"}),
-        "fleet": fleet.model_dump(mode="json", exclude={"hosts", "exclude_nodes"}),
-        "concurrency": concurrency,
+    parts = {
+        "v": _VERSION_JSON,
+        "recipe": memo.part("recipe", recipe_id),
+        "model": memo.part("model", recipe.model),
+        "hardware": memo.part("hardware", recipe.hardware),
+        "workload": memo.part("workload", workload),
+        "fleet": memo.part("fleet", runner),
+        "concurrency": _canonical(concurrency),
     }
     if capacity is not None:  # only capacity jobs: a throughput job's fingerprint is unchanged
-        payload["capacity"] = capacity.model_dump(mode="json")
-    return _digest(payload)
+        parts["capacity"] = _canonical(capacity.model_dump(mode="json"))
+    body = ",".join(f'"{key}":{parts[key]}' for key in sorted(parts))  # plain ASCII keys
+    return _sha(f"{{{body}}}")
 
 
 def _runner_labels(cat: Catalog, recipe_id: str, requested: list[str] | None) -> list[str]:
@@ -179,14 +242,16 @@ def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], s
 
 
 def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runner: str,
-             concurrency: list[int], entry: Any | None = None,
+             concurrency: list[int], entry: Any | None = None, memo: PlanMemo | None = None,
              search: dict[str, Any] | None = None) -> Job:
     """The one place a Job is built, so a job named by hand equals the planner's job.
     ``entry`` (the sweep entry that lists it) brings the eval policy and capacity bounds;
-    ``search`` overrides them and the workload's session fields (``infermatrix capacity``'s
-    flags; part of the fingerprint like the rest of the measurement)."""
+    ``memo``, what the jobs of one plan share; ``search`` overrides the bounds and the
+    workload's session fields (``infermatrix capacity``'s flags; part of the fingerprint like
+    the rest of the measurement)."""
     from .evals import eval_steps  # evals/ loads accuracy.yaml only for a policy
 
+    memo = memo or PlanMemo(cat)
     recipe = cat.recipes[recipe_id]
     if cat.workloads[workload].kind == "agentic":
         bounds = getattr(entry, "capacity", None)
@@ -197,15 +262,15 @@ def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runne
         timeout = _capacity_minutes(capacity)  # type: ignore[arg-type]
     else:
         capacity, measurement = None, LevelsMeasurement(concurrency=concurrency)
-        timeout = _timeout_minutes(cat, workload, concurrency)
-    split = recipe.launch_per_concurrency and capacity is None
+        timeout = memo.timeout_minutes(workload, concurrency)
+    split = memo.launch_per_concurrency(recipe_id) and capacity is None
     return Job(
         id=job_id(recipe_id, workload, runner, concurrency, split), sweep=sweep_name,
         recipe=recipe_id, model=recipe.model, hardware=recipe.hardware,
         engine=recipe.engine.name, precision=recipe.precision, mode=recipe.topology.mode,
         workload=workload, runner=runner, launcher=cat.fleets[runner].kind,
         concurrency=concurrency, gpus=recipe.total_gpus, nodes=_nodes(cat, recipe_id, runner),
-        fingerprint=fingerprint(cat, recipe_id, workload, runner, concurrency, capacity),
+        fingerprint=fingerprint(cat, recipe_id, workload, runner, concurrency, capacity, memo),
         timeout_minutes=timeout, measurement=measurement,
         evals=eval_steps(cat, entry, workload, recipe.model, concurrency),
     )
@@ -229,6 +294,7 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
     """Expand one sweep of the catalog into its jobs, in a deterministic order."""
     filters = filters or Filters()
     sweep = cat.sweeps[sweep_name]
+    memo = PlanMemo(cat)
     jobs: dict[str, Job] = {}
     for entry in sweep.entries:
         for rid in entry_recipes(cat, entry):
@@ -242,7 +308,7 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
                 for runner in _runner_labels(cat, rid, entry.runners):
                     if not filters.allows(runner=runner):
                         continue
-                    split = recipe.launch_per_concurrency
+                    split = memo.launch_per_concurrency(rid)
                     if cat.workloads[workload].kind == "agentic":
                         groups = [[]]  # one capacity search: it picks its own levels
                     elif split:
@@ -250,6 +316,6 @@ def plan_sweep(cat: Catalog, sweep_name: str, filters: Filters | None = None) ->
                     else:
                         groups = [entry.concurrency]
                     for conc in groups:
-                        job = make_job(cat, sweep_name, rid, workload, runner, conc, entry)
+                        job = make_job(cat, sweep_name, rid, workload, runner, conc, entry, memo)
                         jobs.setdefault(job.id, job)  # listed by two entries: runs once
     return list(jobs.values())

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..results.agentic import AgenticRecord
 from ..results.collect import CollectSummary, collect
 from ..results.export import write_records_csv, write_records_jsonl, write_text_atomic
+from ..results.failures import JobFailure
 from ..results.pareto import VIEWS, frontiers, latest_per_config
 from ..results.records import Record, run_order
 from .agentic import write_agentic_page
@@ -84,12 +85,14 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
                  catalog: str = "catalog.html", launch: Mapping[str, list[dict[str, str]]] | None = None,
                  plots: bool = True,
                  agentic: Sequence[AgenticRecord] | None = None,
-                 accuracy_md: str = "") -> dict[str, Path]:
+                 accuracy_md: str = "",
+                 failures: Sequence[JobFailure] = ()) -> dict[str, Path]:
     """Write every report artefact for ``records`` into ``out_dir``; returns name → path.
 
     ``agentic``: capacity-search records; when there are any, the dashboard gets its "Agentic
     capacity" tab and ``agentic.html`` (the same table as a static page) is written.
     ``accuracy_md``: the accuracy gate's section (evals' ``apply_gate``), ending the summary.
+    ``failures``: jobs that broke before or during their levels (summary, dashboard list).
     """
     from .plots import write_plots  # matplotlib is slow to import: only when drawing
 
@@ -121,8 +124,8 @@ def build_report(records: Sequence[Record], out_dir: Path, *, raw: Mapping[Key, 
         page = "agentic.html"
     outputs["dashboard"] = write_dashboard(records, out_dir / "index.html", links, title=title,
                                            catalog=catalog, launch=launch, agentic=agentic,
-                                           agentic_page=page)
-    summary = job_summary(records, collect_summary, agentic=agentic or ())
+                                           agentic_page=page, failures=failures)
+    summary = job_summary(records, collect_summary, agentic=agentic or (), failures=failures)
     if accuracy_md:
         summary += "\n" + accuracy_md
     outputs["summary"] = write_text_atomic(out_dir / "summary.md", summary)
@@ -140,4 +143,4 @@ def build_run_report(run_dir: Path, *, plots: bool = True, gate: Gate | None = N
     records, accuracy_md = gate(result.records) if gate is not None else (result.records, "")
     return build_report(records, run_dir, collect_summary=result.summary,
                         title=f"infermatrix · {run_dir.name}", plots=plots, agentic=result.agentic,
-                        accuracy_md=accuracy_md)
+                        accuracy_md=accuracy_md, failures=result.failures)

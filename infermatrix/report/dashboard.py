@@ -19,10 +19,12 @@ from ..errors import UsageError
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
+from ..results.failures import JobFailure
 from ..results.pareto import AXES
 from ..results.records import Record, run_order
 from .agentic import NOTE
 from .dashboard_assets import CSS, JS
+from .failures_view import encode_failures, failed_section
 from .style import KNOWN_ENGINES, PALETTE
 
 TEXT_COLUMNS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "engine_version",
@@ -101,7 +103,8 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
             catalog: str = "catalog.html",
             launch: Mapping[str, list[dict[str, str]]] | None = None,
             agentic: Sequence[AgenticRecord] | None = None,
-            agentic_page: str | None = None) -> dict[str, Any]:
+            agentic_page: str | None = None,
+            failures: Sequence[JobFailure] = ()) -> dict[str, Any]:
     engines = sorted({r.engine for r in records},
                      key=lambda e: (KNOWN_ENGINES.index(e) if e in KNOWN_ENGINES else 99, e))
     axes = {m: {"label": a.label, "higher": a.higher_is_better, "scale": a.scale} for m, a in AXES.items()}
@@ -119,6 +122,7 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         "simulated_runs": simulated_runs(records),
         "simulated_levels": sum(1 for r in records if r.simulated),
         **encode(records, raw_links), **extra,
+        "failures": encode_failures(failures),  # the "Failed jobs" section (failures_view.py)
     }
 
 
@@ -143,7 +147,9 @@ def _select(name: str, label: str) -> str:
 def render_html(data: dict[str, Any]) -> str:
     # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or "<!--"
     # can end or confuse the script element.
-    blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    # the failures travel in their own element, read by their own section (failures_view.py)
+    blob = json.dumps({k: v for k, v in data.items() if k != "failures"}, separators=(",", ":"),
+                      allow_nan=False).replace("<", "\\u003c")
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
     agentic = data.get("agentic")
@@ -162,7 +168,7 @@ def render_html(data: dict[str, Any]) -> str:
 <body>
 <header>
   <h1>{title}</h1>
-  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches} · generated {html.escape(data["generated_at"])}{_simulated_badge(data["count"], data["simulated_levels"])}</span>
+  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches}{_failed_count(data)} · generated {html.escape(data["generated_at"])}{_simulated_badge(data["count"], data["simulated_levels"])}</span>
   <nav>
     <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
     <button id="theme" title="switch light / dark">◐ theme</button>
@@ -171,7 +177,7 @@ def render_html(data: dict[str, Any]) -> str:
 <section id="filters">
   {_select("f-run", "run")}{filters}
   <label class="inline"><span>failed levels</span><input type="checkbox" id="f-failed"></label>
-</section>
+</section>{failed_section(data.get("failures") or [])}
 <main>
   <section class="view" id="view-chart">
     <div class="controls">
@@ -224,12 +230,18 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
                     *, title: str = "infermatrix results", catalog: str = "catalog.html",
                     launch: Mapping[str, list[dict[str, str]]] | None = None,
                     agentic: Sequence[AgenticRecord] | None = None,
-                    agentic_page: str | None = None) -> Path:
+                    agentic_page: str | None = None,
+                    failures: Sequence[JobFailure] = ()) -> Path:
     """``agentic``: capacity-search records for the "Agentic capacity" tab (none: no tab);
     ``agentic_page``: a link to the static page of the same table, relative to ``path``."""
     data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
-                   agentic=agentic, agentic_page=agentic_page)
+                   agentic=agentic, agentic_page=agentic_page, failures=failures)
     return write_text_atomic(path, render_html(data))
+
+
+def _failed_count(data: dict[str, Any]) -> str:
+    failed = len(data.get("failures") or [])
+    return f' · <a class="bad" href="#failed">{_count(failed, "failed job")}</a>' if failed else ""
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:

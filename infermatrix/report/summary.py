@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
+from ..results.failures import JobFailure
 from ..results.pareto import best_at, frontiers, usable
 from ..results.records import Record, order_runs
 from .agentic import fmt, groups
@@ -53,12 +54,14 @@ def title_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ())
             "simulated engine, not measured on hardware")
 
 
-def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:
+def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = (),
+                failures: Sequence[JobFailure] = ()) -> str:
     """What the summary is made of: throughput levels and capacity results, their jobs and
-    runs (a capacity job gives one result per SLO tier)."""
+    runs (a capacity job gives one result per SLO tier), and the jobs that failed."""
     runs = order_runs([(r.run_id, r.started_at) for r in records]
-                      + [(a.run_id, None) for a in agentic])
-    jobs = (len({(r.run_id, r.job_id) for r in records})
+                      + [(a.run_id, None) for a in agentic]
+                      + [(f.run_id, f.failed_at) for f in failures])
+    jobs = (len({(r.run_id, r.job_id) for r in records} | {f.key for f in failures})
             + len({(a.run_id, a.recipe, a.workload) for a in agentic}))
     ok = sum(r.ok for r in records)
     parts = []
@@ -68,14 +71,19 @@ def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()
         unbounded = sum(not a.bounded for a in agentic)
         parts.append(f"{len(agentic)} capacity results (one per SLO tier"
                      f"{f', {unbounded} not bounded' if unbounded else ''})")
+    if failures:
+        parts.append(f"{len(failures)} failed jobs")
     return (f"{' and '.join(parts)} from {jobs} jobs in {len(runs)} run(s): "
             f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}.")
 
 
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
                 thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
-                agentic: Sequence[AgenticRecord] = ()) -> str:
-    lines = [title_line(records, agentic), "", counts_line(records, agentic)]
+                agentic: Sequence[AgenticRecord] = (), failures: Sequence[JobFailure] = ()) -> str:
+    lines = [title_line(records, agentic), "", counts_line(records, agentic, failures)]
+    if failures:
+        lines += ["", f"> **{len(failures)} jobs failed** before or during their levels: see "
+                      "Failed jobs below."]
     if collect is not None and (collect.skipped or collect.missing):
         lines += ["", f"> **Warning**: collect skipped files — {collect.line()}."]
     if records or not agentic:
@@ -88,7 +96,28 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
         lines += [f"- `{r.job_id}` c={r.concurrency}: {r.error or 'failed'}" for r in failed[:max_failures]]
         if len(failed) > max_failures:
             lines.append(f"- … and {len(failed) - max_failures} more")
+    lines += failed_jobs(failures, max_failures)
     return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    """A reason or id as inline markdown: no table, link or emphasis syntax taken from it."""
+    return " ".join(text.split()).replace("|", "/").replace("`", "'")
+
+
+def failed_jobs(failures: Sequence[JobFailure], most: int = 50) -> list[str]:
+    """Markdown lines: each failed job, the stage it broke at, and why."""
+    if not failures:
+        return []
+    lines = ["", f"### Failed jobs ({len(failures)})", "",
+             "| job | runner | stage | reason |", "|---|---|---|---|"]
+    for f in failures[:most]:
+        sim = " (simulated)" if f.simulated else ""
+        lines.append(f"| `{_md(f.job_id)}` | {_md(f.runner)} | {f.stage}{sim} | "
+                     f"`{_md(f.reason)}` |")
+    if len(failures) > most:
+        lines.append(f"| … and {len(failures) - most} more | | | |")
+    return lines
 
 
 def throughput_summary(records: Sequence[Record], thresholds: Sequence[float]) -> list[str]:

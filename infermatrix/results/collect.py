@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import JsonNumberError, loads_bounded
-from . import agentic
+from . import agentic, failures
 from .records import ForeignResult, InvalidResult, Key, Record, normalise
 from .store import SaveCounts, Store
 
@@ -35,6 +35,7 @@ class CollectSummary:
     files: int = 0
     records: int = 0
     failed_levels: int = 0
+    failed_jobs: int = 0  # jobs that broke before or during their levels (failure records)
     manifests: int = 0
     corrupt: int = 0
     truncated: int = 0
@@ -57,7 +58,8 @@ class CollectSummary:
         return {name: getattr(self, name) for name in BUCKETS}
 
     def line(self) -> str:
-        text = (f"{self.records} records ({self.failed_levels} failed levels) from {self.files} "
+        jobs = f", {self.failed_jobs} failed jobs" if self.failed_jobs else ""
+        text = (f"{self.records} records ({self.failed_levels} failed levels{jobs}) from {self.files} "
                 f"files: {self.manifests} manifests, {self.corrupt} corrupt, {self.truncated} "
                 f"truncated, {self.duplicate} duplicate, {self.foreign} foreign, {self.invalid} "
                 f"invalid, {self.other} other; {self.missing} missing")
@@ -76,6 +78,8 @@ class CollectResult:
     raw: dict[Key, bytes] = field(default_factory=dict)
     agentic: list[agentic.AgenticRecord] = field(default_factory=list)
     agentic_stored: SaveCounts | None = None  # what the store did with the capacity results
+    failures: list[failures.JobFailure] = field(default_factory=list)  # jobs that broke
+    failures_stored: SaveCounts | None = None
 
 
 def walk(paths: Iterable[Path]) -> list[Path]:
@@ -128,6 +132,8 @@ def _kind(doc: Any) -> str:
         return "foreign"
     if doc.get("schema") == agentic.SCHEMA:
         return "capacity"
+    if doc.get("kind") == failures.KIND:
+        return "failure"
     block = doc.get("infermatrix")
     if isinstance(block, dict) and block.get("kind") == "level-result":
         return "level"
@@ -169,6 +175,8 @@ class _Collector:
                 self.result.agentic += agentic.records_from_document(doc)
             except ValueError as exc:
                 self.s.problems.append((str(path), f"agentic: {exc}"))
+        elif kind == "failure":
+            self.failure(path, doc)
         elif kind == "manifest":
             self.s.manifests += 1
             self.job_states(path, doc)
@@ -191,6 +199,15 @@ class _Collector:
             self.planned += [(path, job["id"]) for job in doc["jobs"] if isinstance(job, dict)
                              and isinstance(job.get("id"), str) and job["id"].strip(".")
                              and "/" not in job["id"] and "\\" not in job["id"]]
+
+    def failure(self, path: Path, doc: dict[str, Any]) -> None:
+        try:
+            self.result.failures.append(failures.parse(doc, source=str(path)))
+        except ValueError as exc:  # pydantic's ValidationError is one
+            self.skip("invalid", path, f"failure record: {str(exc).splitlines()[0]}")
+            return
+        self.s.manifests += 1
+        self.s.failed_jobs += 1
 
     def level(self, path: Path, data: bytes, doc: dict[str, Any]) -> None:
         try:
@@ -220,6 +237,7 @@ class _Collector:
                 self.s.missing_jobs += 1
                 self.s.problems.append((str(run_file), f"missing: job {job_id} never started"))
         self.result.records.sort(key=lambda r: r.key)
+        self.result.failures.sort(key=lambda f: f.key)
         return self.result
 
 
@@ -233,4 +251,6 @@ def collect(paths: Iterable[Path], store: Path | None = None) -> CollectResult:
         with Store(store) as db:
             result.summary.stored = db.save(result.records, result.raw)
             result.agentic_stored = db.save_agentic(result.agentic)
+            result.failures_stored = db.save_failures(
+                result.failures, resolved={(r.run_id, r.job_id) for r in result.records})
     return result

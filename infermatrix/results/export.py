@@ -14,7 +14,7 @@ from ..errors import UsageError
 from ..jsonio import loads_bounded, write_text_atomic
 from .records import Record
 
-NESTED = ("pools", "latency")  # the two non-scalar fields: CSV flattens them
+NESTED = ("pools", "latency", "ci95")  # the non-scalar fields: CSV flattens them
 
 
 def write_records_jsonl(records: Iterable[Record], path: Path) -> Path:
@@ -44,17 +44,18 @@ def read_records_jsonl(path: Path) -> list[Record]:
 
 
 def write_records_csv(records: Iterable[Record], path: Path) -> Path:
-    """Scalar fields as columns, ``pools`` as JSON, one column per latency statistic."""
+    """Scalar fields as columns, ``pools`` and ``ci95`` as JSON, one column per latency
+    statistic."""
     records = list(records)
     scalar = [f for f in Record.model_fields if f not in NESTED]
     latency = sorted({k for r in records for k in r.latency})
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*scalar, "pools", *latency])
+    writer.writerow([*scalar, "pools", "ci95", *latency])
     for r in records:
         row = r.model_dump(mode="json")
-        pools = json.dumps(row["pools"], separators=(",", ":"))
-        writer.writerow([_cell(row[f]) for f in scalar] + [pools]
+        nested = [json.dumps(row[k], separators=(",", ":")) for k in ("pools", "ci95")]
+        writer.writerow([_cell(row[f]) for f in scalar] + nested
                         + [_cell(r.latency.get(k)) for k in latency])
     return write_text_atomic(path, buf.getvalue())
 

@@ -111,6 +111,10 @@ class Record(BaseModel):
     energy_j: float | None = None
     j_per_output_token: float | None = None
     j_per_token: float | None = None
+    # ---- uncertainty: metric -> [low, high], the 95 % bootstrap interval from the level's
+    # per-request samples (results/uncertainty.py); empty when the result has none
+    ci95: dict[str, list[float]] = Field(default_factory=dict)
+    samples: int | None = None  # successful requests the intervals were drawn from
 
     @property
     def key(self) -> Key:
@@ -267,6 +271,18 @@ def derive(raw: Mapping[str, Any], block: Mapping[str, Any], mode: str,
     }
 
 
+def _uncertainty(samples: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The level's bootstrap intervals (none without per-request samples)."""
+    from .uncertainty import intervals  # numpy: only for results that carry samples
+
+    if not isinstance(samples, Mapping):
+        return {}
+    values = {**metrics, **metrics["latency"]}
+    ttfts = samples.get("ttft_ms")
+    return {"ci95": intervals(samples, values),
+            "samples": len(ttfts) if isinstance(ttfts, list) else None}
+
+
 def normalise(raw: Any, source: str | None = None) -> Record:
     """The record of one raw level result.
 
@@ -283,6 +299,7 @@ def normalise(raw: Any, source: str | None = None) -> Record:
         raise InvalidResult(f"infermatrix.pools: {_first_error(exc)}") from None
     gpus = (ident["gpus_total"], ident["gpus_prefill"], ident["gpus_decode"])
     metrics = derive(raw, block, ident["mode"], gpus)
+    metrics.update(_uncertainty(raw.get("request_samples"), metrics))
     try:
         return Record(**ident, pools=pools, topology=topology_label(ident["mode"], pools),
                       source=source, **metrics)

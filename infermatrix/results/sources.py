@@ -10,6 +10,7 @@ from ..errors import UsageError
 from . import agentic as ag
 from .collect import CollectSummary, collect
 from .export import read_records_jsonl
+from .failures import JobFailure
 from .records import Key, Record, run_order
 from .store import Store, is_store
 
@@ -20,6 +21,7 @@ class Loaded:
     raw: dict[Key, bytes] = field(default_factory=dict)
     summary: CollectSummary | None = None  # of the run directories read, if any
     agentic: list[ag.AgenticRecord] = field(default_factory=list)  # capacity searches
+    failures: list[JobFailure] = field(default_factory=list)  # jobs that broke
 
 
 def check_exists(paths: Iterable[Path]) -> None:
@@ -44,10 +46,12 @@ def load_one(path: Path, runs: Sequence[str] | None = None) -> Loaded:
     path = Path(path)
     if path.is_dir():
         result = collect([path])
-        return Loaded(result.records, result.raw, result.summary, result.agentic)
+        return Loaded(result.records, result.raw, result.summary, result.agentic,
+                      result.failures)
     if is_store(path):
         with Store(path) as db:
-            return Loaded(db.records(runs), db.raw_all(runs), agentic=ag.load(db, runs))
+            return Loaded(db.records(runs), db.raw_all(runs), agentic=ag.load(db, runs),
+                          failures=db.failures(runs))
     if path.suffix == ".jsonl":
         return Loaded(read_records_jsonl(path))
     if not path.exists():
@@ -59,6 +63,7 @@ def load(paths: Iterable[Path]) -> Loaded:
     """Every input merged; a later input wins for the same level."""
     merged: dict[Key, Record] = {}
     searches: dict[tuple[str, str, str, str], ag.AgenticRecord] = {}
+    broken: dict[tuple[str, str], JobFailure] = {}
     out = Loaded()
     for path in paths:
         one = load_one(path)
@@ -66,11 +71,14 @@ def load(paths: Iterable[Path]) -> Loaded:
             merged[r.key] = r
         for a in one.agentic:
             searches[a.key] = a
+        for f in one.failures:
+            broken[f.key] = f
         out.raw.update(one.raw)
         if one.summary is not None:
             out.summary = merge_summaries(out.summary, one.summary)
     out.records = sorted(merged.values(), key=lambda r: r.key)
     out.agentic = sorted(searches.values(), key=lambda a: a.key)
+    out.failures = sorted(broken.values(), key=lambda f: f.key)
     return out
 
 

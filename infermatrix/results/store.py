@@ -1,8 +1,9 @@
 """The history store: one SQLite file holding every record kind, versioned and migrated.
 
-Three tables of records, all owned here: ``records`` (throughput levels, with their raw JSON in
-``raw``), ``agentic`` (capacity results, one per run × recipe × workload × runner × SLO tier) and
-``evals`` (accuracy evaluations, one per run × job × task × level, with the eval document).
+Four tables of records, all owned here: ``records`` (throughput levels, with their raw JSON in
+``raw``), ``agentic`` (capacity results, one per run × recipe × workload × runner × SLO tier),
+``evals`` (accuracy evaluations, one per run × job × task × level, with the eval document)
+and ``failures`` (jobs that broke before or during their levels, one per run × job).
 
 ``PRAGMA user_version`` is the schema version. ``MIGRATIONS[i]`` upgrades a file from version
 ``i`` to ``i + 1``, each in its own transaction; append a migration, never edit one. A file
@@ -29,6 +30,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .agentic import AgenticRecord
+from .failures import JobFailure
 from .records import Key, Record, order_runs
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -75,23 +77,33 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX IF NOT EXISTS evals_recipe ON evals (recipe, finished_at);
     """,
-    # v5: agentic records keyed with their runner (two fleets searching one recipe in one run
+    # v5: failure records, one per run × job that broke before or during its levels.
+    # IF NOT EXISTS: a store another branch migrated in a different order may have it already.
+    """
+    CREATE TABLE IF NOT EXISTS failures (
+        run_id TEXT NOT NULL, job_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL,
+        runner TEXT, stage TEXT NOT NULL, reason TEXT NOT NULL, failed_at TEXT,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, job_id)
+    );
+    """,
+    # v6: agentic records keyed with their runner (two fleets searching one recipe in one run
     # no longer overwrite each other), with the job's fingerprint and finish time (incremental
     # planning reads them). Rows stored before keep their key with the runner their body names
     # (none: ''), so an existing store stays readable.
     """
-    CREATE TABLE agentic_v5 (
+    CREATE TABLE agentic_v6 (
         run_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL, runner TEXT NOT NULL,
         tier TEXT NOT NULL, passing_concurrency INTEGER NOT NULL, fingerprint TEXT,
         finished_at TEXT, body TEXT NOT NULL,
         PRIMARY KEY (run_id, recipe, workload, runner, tier)
     );
-    INSERT INTO agentic_v5 SELECT run_id, recipe, workload,
+    INSERT INTO agentic_v6 SELECT run_id, recipe, workload,
         COALESCE(json_extract(body, '$.runner'), ''), tier, passing_concurrency,
         json_extract(body, '$.fingerprint'), json_extract(body, '$.finished_at'), body
         FROM agentic;
     DROP TABLE agentic;
-    ALTER TABLE agentic_v5 RENAME TO agentic;
+    ALTER TABLE agentic_v6 RENAME TO agentic;
     CREATE INDEX agentic_fingerprint ON agentic (fingerprint, finished_at);
     """,
 )
@@ -101,6 +113,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "records": ("run_id", "job_id", "concurrency"),
     "agentic": ("run_id", "recipe", "workload", "runner", "tier"),
     "evals": ("run_id", "job_id", "task", "concurrency"),
+    "failures": ("run_id", "job_id"),
 }
 _COLUMNS = ("run_id", "job_id", "concurrency", "recipe", "model", "hardware", "engine", "precision",
             "workload", "runner", "fingerprint", "status", "started_at", "finished_at",
@@ -283,6 +296,20 @@ class Store:
                                         r.finished_at, body)))
         return self._upsert("agentic", items)
 
+    def save_failures(self, failures: Sequence[JobFailure],
+                      resolved: Iterable[tuple[str, str]] = ()) -> SaveCounts:
+        """Insert or update failure records (one per run × job); drop those of ``resolved``
+        jobs (run, job): a retry (``--resume``) that measured them removed their record."""
+        gone = [key for key in resolved if key not in {f.key for f in failures}]
+        if gone:
+            self._write("DELETE FROM failures WHERE run_id = ? AND job_id = ?", gone)
+        items = []
+        for f in failures:
+            body = f.model_dump_json(exclude={"source"})
+            items.append((f.key, body, (*f.key, f.recipe, f.workload, f.runner, f.stage,
+                                        f.reason, f.failed_at, body)))
+        return self._upsert("failures", items)
+
     def save_evals(self, records: Sequence[EvalRow],
                    raw: Mapping[EvalKey, bytes] | None = None) -> SaveCounts:
         """Insert or update eval records and, when given, their documents as read from disk."""
@@ -303,8 +330,10 @@ class Store:
         return int(self.con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def runs(self) -> list[str]:
-        """Run ids, oldest first (earliest started_at, then id)."""
-        query = "SELECT DISTINCT run_id, started_at FROM records"
+        """Run ids, oldest first (earliest started_at, then id); a run whose every job
+        failed is one too."""
+        query = ("SELECT DISTINCT run_id, started_at FROM records "
+                 "UNION SELECT run_id, failed_at FROM failures")
         return order_runs(self.con.execute(query))
 
     def _where(self, runs: Iterable[str] | None) -> tuple[str, list[str]]:
@@ -331,6 +360,10 @@ class Store:
     def agentic(self, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
         """Every agentic capacity record (or those of ``runs``)."""
         return self._bodies("agentic", AgenticRecord, runs)
+
+    def failures(self, runs: Iterable[str] | None = None) -> list[JobFailure]:
+        """Every failure record (or those of ``runs``), by run and job."""
+        return self._bodies("failures", JobFailure, runs)
 
     def evals(self, model: type[M], runs: Iterable[str] | None = None) -> list[M]:
         """Every eval record (or those of ``runs``), parsed as ``model`` (evals' EvalRecord)."""

@@ -177,7 +177,16 @@ MIN_WITHIN_2X = 0.80
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .validate import PUBLISHED_FILE, format_outcome, load_published, plot, run_rows, summarise
+    from ..progress import Progress
+    from .validate import (
+        PUBLISHED_FILE,
+        Outcome,
+        format_outcome,
+        load_published,
+        plot,
+        run_rows,
+        summarise,
+    )
 
     if args.ttft and not args.inferencex:
         raise SimConfigError("--ttft goes with --inferencex")
@@ -198,7 +207,12 @@ def _validate(args: argparse.Namespace) -> int:
     cat = load_catalog(args.catalog_root)
     print("SIMULATED vs published (infermatrix sim validate)")
     print(f"{'split':9s} {'id':46s} {'metric':19s} {'published':>10s} {'simulated':>10s}  error")
-    outcomes = run_rows(cat, rows, progress=lambda o: print(format_outcome(o), flush=True))
+    with Progress(len(rows), "sim validate", unit="row") as bar:
+        def done(o: Outcome) -> None:
+            bar.write(format_outcome(o), file=sys.stdout)
+            bar.advance()
+
+        outcomes = run_rows(cat, rows, progress=done)
     print()
     verdict = 0
     for split in ("calibrate", "report"):

@@ -14,7 +14,9 @@ from typing import Any
 from ..catalog.loader import Catalog
 from ..catalog.placeholders import fill, names_in
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from .coverage import warn_if_unknown
 from .engine_defaults import default_limits
+from .errors import SimConfigError
 from .names import precision_name, resolve
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
@@ -33,10 +35,6 @@ POLICY_ALIASES = {
     "session": "session", "conversation": "session", "consistent_hash": "session",
     "random": "random", "power_of_two": "power_of_two",
 }
-
-
-class SimConfigError(ValueError):
-    """A configuration that cannot be simulated; the message is one line for a person."""
 
 
 def canonical_policy(name: str) -> str:
@@ -127,6 +125,8 @@ class SimConfig:
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0
+    # every engine step takes this many times as long (an experiment's knob, sim/variation.py)
+    step_scale: float = 1.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -307,6 +307,7 @@ class SimConfig:
         batches for the whole DP group). ``rocm_aiter`` (AMD): False where the engine runs
         without AITER's kernels."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
+        warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
         named = precision_name(precision, PRECISIONS)
         if named is None:
@@ -411,6 +412,9 @@ class SimConfig:
 
         bound = {**recipe.params, **(params or {})}
         vendor = _lookup(catalog, "hardware", recipe.hardware)[0].vendor
+        from .variation import step_scale  # the environment's experiment knobs (off: 1.0)
+
+        scale = step_scale(recipe_id)
 
         def pool_config(pool: Pool) -> SimConfig:
             knobs = _engine_knobs(recipe, pool, bound)
@@ -432,13 +436,14 @@ class SimConfig:
             # parallelism over the TP group: ep = tp, whether or not --ep is given
             a2a = knobs.pop("a2a_experts", False)
             ep = par.tp if a2a and par.ep == 1 else par.ep
-            return cls.from_parts(
+            made = cls.from_parts(
                 catalog, recipe.hardware, recipe.model, recipe.precision,
                 tp=par.tp, pp=par.pp, dp=par.dp, ep=ep, attention_dp=par.attention_dp, moe_a2a=a2a,
                 served_model_name=name, instances=pool.instances,
                 router_policy=recipe.router.policy if recipe.router else "round_robin",
                 tuning=tuning, engine=recipe.engine.name, **knobs,
             )
+            return made if scale == 1.0 else replace(made, step_scale=scale)
 
         pools = recipe.topology.pools
         if recipe.topology.mode == "aggregated":

@@ -38,6 +38,9 @@ class PerfModel:
         self.cfg = cfg
         self.model = StepModel(cfg)
         self._step = self.model.step_time
+        self.scale = cfg.step_scale  # an experiment's slowdown or night noise (sim/variation.py)
+        if self.scale != 1.0:
+            self._step = lambda *shape: self.scale * self.model.step_time(*shape)
 
     def weights_s(self, tokens: int) -> float:
         """Time to stream the weights one step touches: dense always, experts as routed."""
@@ -53,7 +56,8 @@ class PerfModel:
     def decode_times(self, seqs: int, contexts: np.ndarray, draft_per_seq: int = 0) -> np.ndarray:
         """``decode_time(seqs, c, draft_per_seq)`` for every ``c`` of ``contexts`` (ints) at
         once, equal to those calls: the steps of a decode phase, whose batch only grows."""
-        return self.model.decode_steps(seqs, contexts + seqs, seqs * draft_per_seq)
+        times = self.model.decode_steps(seqs, contexts + seqs, seqs * draft_per_seq)
+        return times if self.scale == 1.0 else times * self.scale
 
     def prefill_time(self, tokens: int, prior: int = 0) -> float:
         """One sequence prefilling ``tokens`` on top of ``prior`` cached tokens, alone."""

@@ -103,7 +103,7 @@ def test_two_fleets_searching_one_recipe_in_one_run_keep_both_results(
 
 
 def test_a_store_from_before_the_runner_key_stays_readable(tmp_path: Path) -> None:
-    """Migration v5 rebuilds the agentic table keyed with the runner; rows stored before keep
+    """Migration v6 rebuilds the agentic table keyed with the runner; rows stored before keep
     their bodies and read back with no runner."""
     from infermatrix.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 
@@ -120,7 +120,7 @@ def test_a_store_from_before_the_runner_key_stays_readable(tmp_path: Path) -> No
     con.execute("INSERT INTO agentic VALUES (?, ?, ?, ?, ?, ?)", ("r0", "a/b", "w", "SLO20", 12, body))
     con.close()
     with Store(path) as db:
-        assert db.version == SCHEMA_VERSION >= 5
+        assert db.version == SCHEMA_VERSION >= 6
         assert db.agentic() == [old]
         counts = db.save_agentic([old.model_copy(update={"runner": "fleet-b"})])
         assert (counts.added, db.count("agentic")) == (1, 2)

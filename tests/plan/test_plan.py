@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.cli import main
-from infermatrix.plan.github import MATRIX_CAP, CapacityError, github_outputs, write_github_outputs
+from infermatrix.plan import github
+from infermatrix.plan.github import (
+    MATRIX_CAP,
+    CapacityError,
+    matrix_outputs,
+    output_bytes,
+    write_github_outputs,
+    write_plan,
+)
 from infermatrix.plan.jobs import Filters, Job, plan_sweep
 
 
@@ -86,13 +94,48 @@ def test_plan_cli_formats(capsys: pytest.CaptureFixture[str], repo_root: Path, t
     assert main(["plan", "smoke", "--root", str(repo_root), "--format", "json"]) == 0
     jobs = json.loads(capsys.readouterr().out)
     assert len(jobs) == 4 and {"id", "fingerprint", "concurrency", "runner"} <= set(jobs[0])
-    out = tmp_path / "gh"
+    out, plan_dir = tmp_path / "gh", tmp_path / "plan"
     assert main(["plan", "matrix/sweeps/smoke.yaml", "--root", str(repo_root), "--format", "github",
-                 "--github-output", str(out)]) == 0
+                 "--github-output", str(out), "--plan-dir", str(plan_dir)]) == 0
     outputs = read_github_output(out)
-    assert outputs["jobs_total"] == "4" and outputs["shard_count"] == "1"
-    assert [c["id"] for c in json.loads(outputs["shard_0"])] == [j["id"] for j in jobs]
-    assert json.loads(outputs["shard_7"]) == []
+    assert outputs == {"jobs_total": "4", "shard_count": "1", "shards": "[0]"}  # no job in them
+    assert [c["id"] for c in json.loads((plan_dir / "shard-0.json").read_text())] \
+        == [j["id"] for j in jobs]
+    # the shard file is a plan file: job.yml's select job reads it back as a matrix
+    matrix = tmp_path / "matrix"
+    assert main(["plan", "--format", "matrix", "--github-output", str(matrix), "--",
+                 str(plan_dir / "shard-0.json")]) == 0
+    cells = json.loads(read_github_output(matrix)["jobs"])
+    assert [c["job"] for c in cells] == jobs
+    assert [c["runs_on"] for c in cells] == [["self-hosted", j["runner"]] for j in jobs]
+
+
+def test_plan_table_reads_a_plan_file(capsys: pytest.CaptureFixture[str], repo_root: Path,
+                                      tmp_path: Path) -> None:
+    plan_dir = tmp_path / "plan"
+    write_plan(plan_sweep(load_catalog(repo_root), "smoke"), plan_dir)
+    capsys.readouterr()
+    assert main(["plan", str(plan_dir / "shard-0.json"), "--engine", "sglang"]) == 0
+    assert capsys.readouterr().out.strip().endswith("1 jobs, 3 concurrency levels")
+    (tmp_path / "bad.json").write_text('[{"id": "x"}]')
+    assert main(["plan", str(tmp_path / "bad.json")]) == 2
+    assert "bad.json: not a job: " in capsys.readouterr().err
+
+
+def test_plan_summary_is_a_table_of_text(repo_root: Path, tmp_path: Path) -> None:
+    """A dry run's job summary: the plan as a markdown table, every cell plain text."""
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    assert main(["plan", "smoke", "--root", str(repo_root), "--summary", str(summary)]) == 0
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### Plan of smoke: 4 jobs")  # appended
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 4 and "| 1,4,16 |" in text
+    from infermatrix.plan.summary import summary_markdown
+
+    hostile = fake_job(1).model_copy(update={"runner": "<img src=x>|*x*"})
+    (row,) = [r for r in summary_markdown([hostile], "s").splitlines() if r.startswith("| job-1 ")]
+    assert "&lt;img src=x&gt;\\|\\*x\\*" in row and row.count(" | ") == 5
 
 
 def test_unknown_sweep_is_one_line(capsys: pytest.CaptureFixture[str], repo_root: Path) -> None:
@@ -102,27 +145,67 @@ def test_unknown_sweep_is_one_line(capsys: pytest.CaptureFixture[str], repo_root
     assert "\n" not in err
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(n=st.integers(min_value=0, max_value=MATRIX_CAP * 8), max_shards=st.integers(1, 8))
 def test_github_shards_cover_every_job_once(tmp_path_factory, n: int, max_shards: int) -> None:
     jobs = [fake_job(i) for i in range(n)]
+    plan_dir = tmp_path_factory.mktemp("plan")
     if n > MATRIX_CAP * max_shards:
         with pytest.raises(CapacityError, match=f"{n} jobs exceed"):
-            github_outputs(jobs, max_shards)
+            write_plan(jobs, plan_dir, max_shards)
         return
-    path = tmp_path_factory.mktemp("gh") / "out"
-    write_github_outputs(github_outputs(jobs, max_shards), path)
+    path = plan_dir / "out"
+    write_github_outputs(write_plan(jobs, plan_dir, max_shards), path)
     outputs = read_github_output(path)
-    shards = [json.loads(outputs[f"shard_{i}"]) for i in range(max_shards)]
-    assert all(len(s) <= MATRIX_CAP for s in shards)
-    ids = [cell["id"] for s in shards for cell in s]
-    assert sorted(ids) == sorted(j.id for j in jobs)  # every job exactly once
-    assert int(outputs["shard_count"]) == sum(1 for s in shards if s)
+    ids = json.loads(outputs["shards"])
+    assert ids == list(range(int(outputs["shard_count"])))
+    assert sorted(p.name for p in plan_dir.glob("shard-*.json")) \
+        == sorted(f"shard-{i}.json" for i in ids)
+    shards = [json.loads((plan_dir / f"shard-{i}.json").read_text()) for i in ids]
+    assert all(0 < len(s) <= MATRIX_CAP for s in shards)
+    assert [Job.model_validate(c) for s in shards for c in s] == jobs  # every job once, in order
+    assert all(output_bytes(matrix_outputs([Job.model_validate(c) for c in s])["jobs"])
+               <= github.OUTPUT_CAP for s in shards[:1])
+
+
+def test_no_more_shards_than_one_matrix_holds(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """sweep.yml fans out over the shard ids with a matrix: 256 shards at most, whatever
+    --max-shards asks (a huge one neither hangs nor passes GitHub's cap)."""
+    monkeypatch.setattr(github, "RUN_OUTPUT_CAP", 10**12)  # the shard cap, not the bytes
+    jobs = [fake_job(i) for i in range(MATRIX_CAP * MATRIX_CAP + 1)]
+    with pytest.raises(CapacityError, match="65537 jobs exceed the workflow's capacity of 256"):
+        write_plan(jobs, tmp_path, max_shards=10**30)
+
+
+def test_a_new_plan_replaces_the_old_shard_files(tmp_path: Path) -> None:
+    write_plan([fake_job(i) for i in range(600)], tmp_path)
+    assert write_plan([fake_job(1)], tmp_path)["shards"] == "[0]"
+    assert [p.name for p in tmp_path.glob("shard-*.json")] == ["shard-0.json"]
+
+
+def test_shards_are_cut_to_githubs_output_limit(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    """A shard's matrix is one job's outputs (1 MB, UTF-16): big jobs make smaller shards, and
+    a plan past the run's 50 MB of outputs fails with one line before any job starts."""
+    jobs = [fake_job(i) for i in range(100)]
+    one = output_bytes(matrix_outputs(jobs[:1])["jobs"])
+    monkeypatch.setattr(github, "OUTPUT_CAP", 10 * one)
+    outputs = write_plan(jobs, tmp_path)
+    assert int(outputs["shard_count"]) >= 10
+    for i in json.loads(outputs["shards"]):
+        part = [Job.model_validate(c) for c in json.loads((tmp_path / f"shard-{i}.json").read_text())]
+        assert output_bytes(matrix_outputs(part, simulate=True)["jobs"]) <= github.OUTPUT_CAP
+        assert output_bytes(matrix_outputs(part)["jobs"]) <= github.OUTPUT_CAP
+    monkeypatch.setattr(github, "RUN_OUTPUT_CAP", 50 * one)
+    with pytest.raises(CapacityError, match="100 jobs make .* bytes of shard matrices, over"):
+        write_plan(jobs, tmp_path)
 
 
 def test_capacity_error_is_one_line(capsys, repo_root: Path, tmp_path: Path) -> None:
     code = main(["plan", "nightly", "--root", str(repo_root), "--format", "github",
-                 "--github-output", str(tmp_path / "o"), "--max-shards", "0"])
+                 "--github-output", str(tmp_path / "o"), "--plan-dir", str(tmp_path / "p"),
+                 "--max-shards", "0"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "jobs exceed the workflow's capacity of 0 shards" in err[0]
@@ -152,16 +235,16 @@ def test_sweep_tag_filters(repo_root: Path, tmp_path: Path) -> None:
     assert main(["validate", "--root", str(root)]) == 2
 
 
-def test_plan_outputs_fit_githubs_output_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cells are whole jobs: a plan whose outputs would pass GitHub's 1 MB per job fails
-    with one line instead of a workflow that silently loses its shards."""
-    from infermatrix.plan import github
-
+def test_matrix_fits_githubs_output_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells are whole jobs: a matrix that would pass GitHub's 1 MB per job fails with one line
+    instead of a workflow that silently loses its jobs."""
     jobs = [fake_job(i) for i in range(20)]
-    size = sum(len(k) + len(v) for k, v in github_outputs(jobs).items())
+    size = output_bytes(matrix_outputs(jobs)["jobs"])
     monkeypatch.setattr(github, "OUTPUT_CAP", size - 1)
-    with pytest.raises(CapacityError, match=f"20 jobs make {size:,} bytes of plan outputs"):
-        github_outputs(jobs)
+    with pytest.raises(CapacityError, match=f"20 jobs make {size:,} bytes of matrix"):
+        matrix_outputs(jobs)
+    with pytest.raises(CapacityError, match="one matrix holds at most 256"):
+        matrix_outputs([fake_job(i) for i in range(MATRIX_CAP + 1)])
 
 
 def test_a_job_says_its_levels_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_markdown() -> None:
             "1 failing · 1 same") in text
     assert ("| change | recipe | workload | runner | conc | output tok/s/GPU | tok/s/user | "
             "median TTFT (ms) | median E2E (ms) |") in lines
-    assert (f"| **regression** | {RECIPE} | fixed-1k-1k | h200-dgx | 2 | 56.2 → 45.0 (-20.0%) | "
+    assert (f"| **regression** | {RECIPE} | fixed-1k-1k | h200-dgx | 2 | 56.2 → 45.0 (-20.0% ▼) | "
             "50.0 → 50.0 (+0.0%) | 500.0 → 500.0 (+0.0%) | 12,500 → 12,500 (+0.0%) |") in lines
     row = "| {} | " + RECIPE + " | fixed-1k-1k | h200-dgx | {} | {} |"
     assert row.format("new", 128, "56.2 | 50.0 | 500.0 | 12,500") in lines
@@ -132,7 +132,8 @@ def test_cli_jsonl_fail_on_regression(tmp_path: Path) -> None:
     assert res.stdout.count("\n| ") == 1 + 9  # header + one row per configuration
     gated = cli(str(a), str(b), "--fail-on-regression", "10")
     assert gated.returncode == 1 and gated.stdout == res.stdout
-    assert "3 configurations worse by more than 10% or now failing" in gated.stderr
+    assert "3 configurations now failing or worse beyond the noise by more than 10%" \
+        in gated.stderr
 
 
 def test_cli_store_sides_and_threshold(tmp_path: Path) -> None:
@@ -167,6 +168,12 @@ def test_cli_nothing_to_compare_against(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args", [["nope", "nope2"], ["--noise", "-1", "{run}", "{run}"],
+                                  ["--noise", "nan", "{run}", "{run}"],
+                                  ["{run}", "{run}", "--fail-on-regression", "nan"],
+                                  ["{run}", "{run}", "--fail-on-regression", "inf"],
+                                  ["{run}", "{run}", "--fail-on-regression", "-5"],
+                                  ["{run}", "{run}", "--z", "-1"], ["{run}", "{run}", "--z", "x"],
+                                  ["{run}", "{run}", "--lookback", "0"],
                                   ["{run}"], ["{run}", "{run}", "--base-run", "unknown"],
                                   ["{notes}", "{run}"]])
 def test_cli_mistakes(tmp_path: Path, args: list[str]) -> None:

@@ -44,7 +44,7 @@ def test_recollecting_is_idempotent(tmp_path: Path) -> None:
     third = collect([run], store=store).summary.stored
     assert (third.added, third.updated, third.unchanged) == (0, 1, 5)
     with Store(store) as db:
-        assert db.count() == 6 and db.version == SCHEMA_VERSION == 5
+        assert db.count() == 6 and db.version == SCHEMA_VERSION == 6
         rec = next(r for r in db.records() if r.concurrency == 1 and r.job_id == BLOCK["job_id"])
         assert rec.output_throughput == raw["output_throughput"]
         assert json.loads(db.raw(rec.key) or b"{}") == raw  # the raw JSON as it is now

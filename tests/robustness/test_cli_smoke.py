@@ -64,7 +64,8 @@ def test_plan_github_format_outside_github(outside_github: Path) -> None:
     """The README's command: outside GitHub the outputs are printed."""
     rc, out, err = call(["plan", "smoke", "--format", "github", "--root", str(REPO)])
     assert rc == 0, err
-    assert out.startswith("jobs_total<<EOF_") and "shard_0<<EOF_" in out
+    assert out.startswith("jobs_total<<EOF_") and "shards<<EOF_" in out
+    assert (outside_github / "catalog" / "plan" / "shard-0.json").is_file()
 
 
 @pytest.mark.parametrize("command", ["validate", "plan smoke", "sweep", "run", "catalog",

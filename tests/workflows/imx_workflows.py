@@ -123,10 +123,10 @@ def run_steps(name: str, expand_calls: bool = True) -> list[RunStep]:
     return steps
 
 
-def infermatrix_stages(name: str) -> list[str]:
+def infermatrix_stages(name: str, expand_calls: bool = True) -> list[str]:
     """The ``infermatrix`` subcommands a workflow runs, in order, consecutive repeats merged."""
     stages: list[str] = []
-    for step in run_steps(name):
+    for step in run_steps(name, expand_calls):
         for argv in step.commands():
             if argv and argv[0] == "infermatrix" and (not stages or stages[-1] != argv[1]):
                 stages.append(argv[1])

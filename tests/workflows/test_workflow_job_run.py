@@ -15,7 +15,7 @@ import pytest
 from imx_workflows import load
 
 from infermatrix.catalog.loader import load_catalog
-from infermatrix.plan.github import github_outputs
+from infermatrix.plan.github import matrix_outputs
 from infermatrix.plan.incremental import incremental_plan
 from infermatrix.plan.jobs import plan_sweep
 
@@ -23,12 +23,13 @@ pytestmark = pytest.mark.slow  # several seconds: one simulated server, three le
 
 
 def _run_cell(cell: dict, cwd: Path, run_id: str, **extra_env: str) -> subprocess.CompletedProcess:
-    """job.yml's run step for one matrix cell, as the runner executes it: the cell (the planned
-    job, pretty-printed as toJSON(matrix) does) in $JOB, the step's own script."""
+    """job.yml's run step for one matrix cell, as a fleet's runner executes it: the cell's job
+    (the planned job, pretty-printed as toJSON(matrix.job) does) in $JOB, the step's script."""
     doc = load("job.yml")
-    run_step = next(s for s in doc["jobs"]["run"]["steps"] if "infermatrix run" in s.get("run", ""))
-    assert doc["jobs"]["run"]["env"]["JOB"] == "${{ toJSON(matrix) }}"
-    env = {**os.environ, "JOB": json.dumps(cell, indent=2), "RUN_ID": run_id, "HF_TOKEN": "",
+    (run_step,) = [s for s in doc["jobs"]["run"]["steps"]
+                   if "infermatrix run" in s.get("run", "") and s["if"] == "${{ !inputs.simulate }}"]
+    assert doc["jobs"]["run"]["env"]["JOB"] == "${{ toJSON(matrix.job) }}"
+    env = {**os.environ, "JOB": json.dumps(cell["job"], indent=2), "RUN_ID": run_id, "HF_TOKEN": "",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            **extra_env}
     return subprocess.run(["bash", "-c", run_step["run"]], env=env, cwd=cwd,
@@ -36,8 +37,7 @@ def _run_cell(cell: dict, cwd: Path, run_id: str, **extra_env: str) -> subproces
 
 
 def _cells(jobs: list) -> list[dict]:
-    values = github_outputs(jobs)
-    return [c for i in json.loads(values["shards"]) for c in json.loads(values[f"shard_{i}"])]
+    return json.loads(matrix_outputs(jobs)["jobs"])
 
 
 def test_job_yml_runs_a_planned_cell(repo_root: Path, tmp_path: Path) -> None:
@@ -53,14 +53,14 @@ def test_job_yml_runs_a_planned_cell(repo_root: Path, tmp_path: Path) -> None:
     steps = load("job.yml")["jobs"]["run"]["steps"]
     uploads = {s["with"]["name"]: s["with"]["path"] for s in steps
                if str(s.get("uses", "")).startswith("actions/upload-artifact@")}
-    result_glob = uploads["result-${{ matrix.id }}"]
+    result_glob = uploads["result-${{ matrix.job.id }}"]
     results = glob.glob(result_glob, root_dir=tmp_path)
     assert sum(p.endswith(("/conc-1.json", "/conc-4.json", "/conc-16.json")) for p in results) == 3
     manifests = [p for p in results if p.endswith("/manifest.json")]
     assert len(manifests) == 1
     # the job that ran is the planner's job, every field
-    assert json.loads((tmp_path / manifests[0]).read_text())["job"] == cell
-    logs = [p for pattern in uploads["logs-${{ matrix.id }}"].split()
+    assert json.loads((tmp_path / manifests[0]).read_text())["job"] == cell["job"]
+    logs = [p for pattern in uploads["logs-${{ matrix.job.id }}"].split()
             for p in glob.glob(pattern, root_dir=tmp_path)]
     assert any(p.endswith(".log") for p in logs)
     # collect downloads the artifacts into results/ and reads results/$RUN_ID
@@ -71,8 +71,8 @@ def test_job_yml_runs_a_planned_cell(repo_root: Path, tmp_path: Path) -> None:
     collect.collect([tmp_path / "results" / run_id], store=store)
     # the run recorded the planner's fingerprint: tomorrow's incremental plan skips this job
     picked = incremental_plan(jobs, store, max_age_days=7)
-    assert [j.id for j, _ in picked.skipped] == [cell["id"]]
-    assert picked.planned == [j for j in jobs if j.id != cell["id"]]
+    assert [j.id for j, _ in picked.skipped] == [cell["job"]["id"]]
+    assert picked.planned == [j for j in jobs if j.id != cell["job"]["id"]]
 
 
 def test_eval_policy_reaches_the_runner_through_the_workflow(catalog_copy: Path,
@@ -91,7 +91,7 @@ entries:
 """)
     jobs = plan_sweep(load_catalog(catalog_copy), "evalci")
     (cell,) = _cells(jobs)
-    assert [(e["after"], e["task"]) for e in cell["evals"]] == [(2, "gsm8k")]
+    assert [(e["after"], e["task"]) for e in cell["job"]["evals"]] == [(2, "gsm8k")]
     proc = _run_cell(cell, catalog_copy, "gh-9",
                      INFERMATRIX_EVAL_VENV=str(tmp_path / "no-eval-venv"))
     assert proc.returncode == 0, proc.stderr[-3000:]

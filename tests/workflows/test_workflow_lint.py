@@ -92,3 +92,9 @@ def test_the_linters_do_catch_mistakes(tmp_path: Path) -> None:
         assert audit in proc.stdout, audit
     bad.write_text(BAD_WORKFLOW.replace("runs-on: ubuntu-latest", "runs-on: ${{ matrix.nope }}"))
     assert check([tool("actionlint"), str(bad)], cwd=tmp_path).returncode != 0
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: Path(p).name)
+def test_workflow_files_stay_short(path: str) -> None:
+    """Logic lives in `infermatrix` commands, not in YAML: each workflow file under 150 lines."""
+    assert len(Path(path).read_text().splitlines()) < 150

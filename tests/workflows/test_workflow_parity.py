@@ -14,7 +14,8 @@ from infermatrix.commands import sweep as sweep_cli
 
 
 def ci_stages() -> list[str]:
-    return infermatrix_stages("sweep.yml")
+    """The stages sweep.yml runs; check-runner is a runner's set-up, no stage of a sweep."""
+    return [s for s in infermatrix_stages("sweep.yml") if s != "check-runner"]
 
 
 def test_workflow_stages_are_the_sweep_stages() -> None:
@@ -28,8 +29,11 @@ def test_workflow_stages_are_the_sweep_stages() -> None:
 
 
 def test_the_run_stage_is_job_yml() -> None:
-    """`run` happens once per matrix cell, through the reusable job.yml, and only there."""
-    assert infermatrix_stages("job.yml") == ["run"]
+    """`run` happens once per matrix cell, through the reusable job.yml, and only there (after
+    its select job reads the shard's plan file: part of the plan stage)."""
+    assert infermatrix_stages("job.yml") == ["plan", "check-runner", "run"]
+    for name in ("sweep.yml", "collect.yml", "ci.yml"):
+        assert "run" not in infermatrix_stages(name, expand_calls=False), name
 
 
 def test_sweep_local_runs_its_stages_in_order(

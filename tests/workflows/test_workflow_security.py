@@ -94,7 +94,8 @@ def test_secrets_only_where_needed() -> None:
         assert job.get("secrets") != "inherit"
     assert not any("secrets." in s for s in walk_strings(sweep.get("env", {})))
     job_doc = load("job.yml")
-    (run,) = job_doc["jobs"].values()
+    run = job_doc["jobs"]["run"]
+    assert not any("secrets." in s for s in walk_strings(job_doc["jobs"]["select"]))
     assert not any("secrets." in s for s in walk_strings(job_doc.get("env", {})))
     assert not any("secrets." in s for s in walk_strings(run.get("env", {})))
     holders = [s for s in run["steps"] if any("secrets." in v for v in walk_strings(s))]
@@ -116,9 +117,18 @@ def test_run_steps_are_thin(name: str) -> None:
 
 
 def test_self_hosted_runners_only_in_the_job_workflow() -> None:
-    job = load("job.yml")["jobs"]["run"]
-    assert job["runs-on"][0] == "self-hosted" and "matrix.runner" in job["runs-on"][1]
-    assert "matrix.timeout_minutes" in str(job["timeout-minutes"])
+    """Only job.yml's run job reaches a self-hosted runner: the labels its matrix cell carries,
+    [self-hosted, <fleet label>] from the planner, or ubuntu-latest for a simulated sweep."""
+    from infermatrix.plan.github import runs_on
+    from infermatrix.plan.jobs import Job
+
+    jobs = load("job.yml")["jobs"]
+    assert jobs["run"]["runs-on"] == "${{ matrix.runs_on }}"
+    assert "matrix.job.timeout_minutes" in str(jobs["run"]["timeout-minutes"])
+    assert jobs["select"]["runs-on"] == "ubuntu-latest"
+    job = Job.model_construct(runner="h200-dgx")
+    assert runs_on(job, simulate=False) == ["self-hosted", "h200-dgx"]
+    assert runs_on(job, simulate=True) == "ubuntu-latest"
     for name in ("sweep.yml", "collect.yml", "ci.yml"):
         for job_name, job in load(name)["jobs"].items():
             if "runs-on" in job:

@@ -34,7 +34,9 @@ def _slurm(ctx: LaunchContext) -> Launched:
     from . import sbatch, slurm
 
     if slurm.node_count(ctx) > 1:
+        slurm.require_tools(ctx, slurm.BATCH_TOOLS)
         return sbatch.start(ctx)
+    slurm.require_tools(ctx, slurm.ONE_NODE_TOOLS)
     return slurm.start_one_node(ctx)
 
 

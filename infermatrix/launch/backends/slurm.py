@@ -8,11 +8,12 @@ starts one ``srun`` per worker process on its node and the router on the first n
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 
 from ...catalog.hostlist import HostlistError, expand_nodelist
 from ...engines import Process, render, srun_argv
-from ...engines.deployment import Canary
+from ..readiness import Canary
 from .base import (
     LaunchContext,
     Launched,
@@ -83,8 +84,26 @@ def monitor_step(jobid: str, node: str) -> list[str]:
     return ["srun", f"--jobid={jobid}", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}"]
 
 
-def scancel(jobid: str) -> None:
-    subprocess.run(["scancel", jobid], capture_output=True, timeout=60, check=False)
+# The SLURM client tools each way of starting needs (squeue is optional: a fallback for
+# the node list). Checked before anything is submitted, so a runner without them fails
+# with one line naming the tool, not a clean-up's FileNotFoundError for scancel.
+ONE_NODE_TOOLS = ("salloc", "srun", "scancel")
+BATCH_TOOLS = ("sbatch", "srun", "scancel")
+
+
+def require_tools(ctx: LaunchContext, tools: tuple[str, ...]) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        raise LaunchError(f"{', '.join(missing)}: not found on PATH; fleet {ctx.job.runner!r} "
+                          f"is a SLURM fleet and this runner needs the SLURM client tools "
+                          f"({', '.join(tools)})")
+
+
+def scancel(*argv: str) -> None:
+    try:
+        subprocess.run(["scancel", *argv], capture_output=True, timeout=60, check=False)
+    except OSError:
+        pass  # clean-up must not hide the error that called it
 
 
 def squeue_field(jobid: str, fmt: str) -> str:
@@ -103,8 +122,7 @@ def salloc(ctx: LaunchContext) -> tuple[str, list[str]]:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=SALLOC_TIMEOUT_S,
                              check=False)
     except BaseException as exc:  # time-out or SIGTERM while queued: drop our pending request,
-        subprocess.run(["scancel", f"--name={ctx.scope}"], capture_output=True, timeout=60,
-                       check=False)  # found by its run-scoped name
+        scancel(f"--name={ctx.scope}")  # found by its run-scoped name
         if isinstance(exc, subprocess.TimeoutExpired):
             raise LaunchError(f"salloc: no node within {SALLOC_TIMEOUT_S:.0f} s") from None
         raise
