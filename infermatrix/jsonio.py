@@ -1,14 +1,17 @@
 """Atomic JSON writes (a reader never sees half a file, even if the writer dies mid-way) and
-bounded JSON reads of files someone else wrote (results, job files)."""
+bounded reads of files someone else wrote (results, job files, catalogs, histories): a regular
+file only (a FIFO would block, /dev/zero never end), at most a size bound, JSON depth bounded."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # Published files (dashboards, records, catalog.md, results) are world-readable;
 # mkstemp alone would leave them 0600.
@@ -68,6 +71,42 @@ def _finite_float(text: str) -> float | None:
 def loads_bounded(text: str | bytes) -> Any:
     """``json.loads`` for untrusted files: NaN, Infinity and out-of-range floats read as null,
     an integer beyond 64 bits raises JsonNumberError (a ValueError), so one bad number costs
-    one file, never a crash further on (float(10**400) overflows, SQLite refuses it)."""
-    return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
-                      parse_constant=lambda _name: None)
+    one file, never a crash further on (float(10**400) overflows, SQLite refuses it); nesting
+    deeper than the interpreter's recursion limit is a ValueError too, never a RecursionError."""
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=lambda _name: None)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+# What a file we read may weigh unless its reader says otherwise (results, job files, plans).
+MAX_READ_BYTES = 256 << 20
+
+
+def open_regular(path: Path | str) -> IO[bytes]:
+    """``path`` opened for reading when it is a regular file; OSError otherwise. Opened
+    non-blocking first, so a FIFO (or a device) is refused instead of waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path: Path | str, limit: int = MAX_READ_BYTES) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them (OSError EFBIG beyond)."""
+    with open_regular(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"file is larger than {limit >> 20} MiB", str(path))
+    return data
+
+
+def read_json_bounded(path: Path | str, limit: int = MAX_READ_BYTES) -> Any:
+    """A JSON file read through read_bounded and loads_bounded (OSError or ValueError)."""
+    return loads_bounded(read_bounded(path, limit))

@@ -18,9 +18,9 @@ from infermatrix.catalog.loader import load_catalog
 from infermatrix.sim.validate import (
     capacity_runner,
     format_outcome,
+    headline_lines,
     load_published,
     run_rows,
-    summarise,
 )
 
 
@@ -33,10 +33,8 @@ def main() -> int:
     runner = capacity_runner(virtual_capacity, log=lambda line: print(line, file=sys.stderr))
     outcomes = run_rows(load_catalog(), rows, progress=lambda o: print(format_outcome(o)),
                         capacity=runner)
-    for split in ("calibrate", "report"):
-        part = [o for o in outcomes if o.row.split == split]
-        if part:
-            print(summarise(part).line(split))
+    for line in headline_lines(outcomes, load_published()):
+        print(line)
     return 0
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "infermatrix"
-BASE = {"infermatrix", "errors", "jsonio", "cpus", "workers", "progress"}  # the package root (__version__), leaf modules
+BASE = {"infermatrix", "errors", "jsonio", "cpus", "workers", "progress", "markup",
+        "argtypes"}  # the package root (__version__), leaf modules
 # package -> the other packages it may import (BASE always, except for the client)
 MAY_IMPORT: dict[str, set[str]] = {
     "catalog": set(),

@@ -28,7 +28,28 @@ SLURM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._,+-]{0,255}")
 # quotes on an #SBATCH line, so it may hold no quote or backslash
 SLURM_ARG = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[^\"\\]*)?")
 USER = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,63}")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+# a container image: registry/name:tag@digest, a Pyxis "registry#name", or a squashfs file;
+# never starting with '-' (docker and srun would read an option: --privileged)
+IMAGE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._/:@#+-]{0,511}")
+# a ${NAME} placeholder bound at launch
+_PLACEHOLDER = r"\$\{[A-Z][A-Z0-9_]*\}"
+# a mount's host or container path: absolute (or a ${NAME} bound at launch), without ',' or
+# ':' (they separate entries and fields of --container-mounts and docker -v) or white space
+MOUNT_PATH = re.compile(rf"(/|{_PLACEHOLDER})[^,:\s]{{0,4095}}")
+BOUND_MOUNT = re.compile(r"/[^,:\s]{0,4095}")
+ABS_PATH = re.compile(r"/[^\x00]{0,4095}")
+# a file or folder path: never starting with '-' (or white space)
+PATH = re.compile(r"[^-\s][^\x00]{0,4095}")
+# a word handed to a program as a value (a docker --ipc mode, a router policy, a checkpoint):
+# no white space, never starting with '-'
+WORD = re.compile(r"[^-\s]\S{0,1023}")
+# a web link shown on the catalog page: http(s) only, nothing that ends a link or starts markup
+WEB_URL = re.compile(r"https?://[^\s<>\"'`\\]{1,2000}")
+# a file inside the catalog, relative to its root: no leading '/', no '..' segment, no '-'
+CATALOG_PATH = re.compile(r"(?!/)(?!-)(?!(?:.*/)?\.\.(?:/|$))[^\x00]{1,1024}")
+# a docker option name (written --name=value when listed in `equals`)
+OPTION_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
 
 class UnsafeValue(ValueError):
@@ -63,6 +84,12 @@ def safe_host(value: str, what: str = "host") -> str:
                      "not starting with '-')")
 
 
+def safe_mount(value: str, what: str = "mount path") -> str:
+    """A mount path once its placeholders are bound: absolute, no ',' ':' or white space
+    (a bound value could otherwise add a mount: '/data,/:/hostroot')."""
+    return _matching(BOUND_MOUNT, value, what, "an absolute path without ',', ':' or spaces")
+
+
 def no_controls(value: Any, what: str = "value") -> Any:
     """Every string in a YAML-shaped value (keys too) free of control characters."""
     stack = [value]
@@ -93,7 +120,18 @@ NodeList = _pattern_type(NODE_LIST, "a node name or hostlist (letters, digits, '
 SlurmName = _pattern_type(SLURM_NAME, "a SLURM name (letters, digits, '._,+-')")
 SlurmArg = _pattern_type(SLURM_ARG, "an option like --qos=high (no quotes or backslashes)")
 UserName = _pattern_type(USER, "a user name")
-EnvName = _pattern_type(ENV_NAME, "an environment variable name")
+EnvName = _pattern_type(ENV_NAME, "an environment variable name (letters, digits, '_', not "
+                        "starting with a digit)")
+ImageRef = _pattern_type(IMAGE, "a container image reference (letters, digits, '._/:@#+-', "
+                         "not starting with '-')")
+MountPath = _pattern_type(MOUNT_PATH, "an absolute path (or ${NAME}) without ',', ':' or spaces")
+AbsPath = _pattern_type(ABS_PATH, "an absolute path")
+PathText = _pattern_type(PATH, "a path (not starting with '-')")
+Word = _pattern_type(WORD, "one word (no spaces, not starting with '-')")
+WebUrl = _pattern_type(WEB_URL, "an http(s) URL")
+CatalogPath = _pattern_type(CATALOG_PATH, "a path relative to the catalog root (no leading "
+                            "'/' or '-', no '..')")
+OptionName = _pattern_type(OPTION_NAME, "an option name (lower-case letters, digits, '-')")
 SafeId = _pattern_type(SAFE_ID, "a safe file name (letters, digits, '._+-')")
 Text = Annotated[str, AfterValidator(check_text)]
 # a whole value (mapping, list, scalar) whose strings hold no control character

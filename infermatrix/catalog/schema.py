@@ -25,7 +25,24 @@ from pydantic import (
 from .accuracy import EvalPolicy
 from .distributions import check_distribution
 from .placeholders import names_in
-from .safety import EnvName, Host, NodeList, SlurmArg, SlurmName, Text, UserName, no_controls
+from .safety import (
+    AbsPath,
+    CatalogPath,
+    EnvName,
+    Host,
+    ImageRef,
+    MountPath,
+    NoControls,
+    NodeList,
+    OptionName,
+    PathText,
+    SlurmArg,
+    SlurmName,
+    Text,
+    UserName,
+    WebUrl,
+    Word,
+)
 
 Name = Annotated[str, Field(min_length=1, max_length=200,
                             pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")]
@@ -62,6 +79,9 @@ Precision = Literal["bf16", "fp16", "fp8", "nvfp4", "mxfp4", "fp4", "w8a8-int8",
 
 # A value that may follow a command-line flag or sit in an engine config file.
 Scalar = str | int | float | bool
+# an environment: variable names (GNU env would read '-S...' as its option) and values free
+# of control characters
+EnvMap = dict[EnvName, Annotated[Scalar, NoControls]]
 ArgValue = Scalar | list[Any] | dict[str, Any] | None
 
 
@@ -92,6 +112,12 @@ class Hardware(Strict):
     )
     tdp_w: Figure
     usd_per_gpu_hour: Figure
+    profile: str | None = Field(
+        default=None,
+        description="measured operator profile the simulator times this hardware's GEMMs and "
+        "attention with: a built-in name (infermatrix/sim/data/profiles/NAME.json) or a path "
+        "relative to the catalog root, as `infermatrix sim profile` writes it (docs/sim.md)",
+    )
 
     @field_validator("tflops")
     @classmethod
@@ -104,7 +130,7 @@ class Hardware(Strict):
 class Model(Strict):
     """What a performance model and a launcher need to know about one model."""
 
-    hf_id: str
+    hf_id: Word
     display_name: str
     total_params_b: Figure
     active_params_b: Figure
@@ -205,11 +231,11 @@ class Pool(Strict):
     role: Literal["both", "prefill", "decode"] = "both"
     instances: Degree = 1
     parallel: Parallel = Parallel()
-    args: dict[str, ArgValue] = Field(default_factory=dict)
-    config: dict[str, ArgValue] = Field(
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
+    config: dict[Text, ArgValue] = Field(
         default_factory=dict, description="keys of the engine's config file (TensorRT-LLM --config)"
     )
-    env: dict[str, Scalar] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
     port: int | None = Field(default=None, ge=1, le=65535,
                              description="first instance's port; later instances count up")
     bootstrap_port: int | None = Field(default=None, ge=1, le=65535,
@@ -244,50 +270,50 @@ class Topology(Strict):
 
 class Engine(Strict):
     name: Literal["vllm", "sglang", "trtllm"]
-    version: str
-    image: str | None = Field(default=None, description="container image; none: bare metal / unpublished")
+    version: Text
+    image: ImageRef | None = Field(default=None, description="container image; none: bare metal / unpublished")
 
 
 class Container(Strict):
     """How the engine's container is started (docker run). Devices default by GPU vendor."""
 
     detach: bool = False
-    gpus: str | None = Field(default="all", description="NVIDIA only: docker --gpus value")
-    devices: list[str] | None = Field(default=None, description="default: the vendor's device files")
-    shm_size: str | None = "32g"
-    ipc: str | None = None
-    network: str | None = "host"
+    gpus: Word | None = Field(default="all", description="NVIDIA only: docker --gpus value")
+    devices: list[MountPath] | None = Field(default=None, description="default: the vendor's device files")
+    shm_size: Word | None = "32g"
+    ipc: Word | None = None
+    network: Word | None = "host"
     privileged: bool = False
-    mounts: dict[str, str] = Field(default_factory=dict, description="host path -> container path")
-    equals: list[str] = Field(
+    mounts: dict[MountPath, MountPath] = Field(default_factory=dict, description="host path -> container path")
+    equals: list[OptionName] = Field(
         default_factory=list, description="docker options written --option=value (as published)"
     )
 
 
 class Router(Strict):
     name: Literal["sglang-router", "vllm-router", "trtllm-disaggregated", "dynamo"]
-    policy: str = "round_robin"
-    host: str | None = Field(default=None, description="bind address (default 0.0.0.0)")
+    policy: Word = "round_robin"
+    host: Host | None = Field(default=None, description="bind address (default 0.0.0.0)")
     port: int | None = Field(default=None, ge=1, le=65535)
-    args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, Scalar] = Field(default_factory=dict)
-    config: dict[str, ArgValue] = Field(
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
+    config: dict[Text, ArgValue] = Field(
         default_factory=dict, description="extra keys of the router's config file (TensorRT-LLM)"
     )
 
 
 class KvTransfer(Strict):
     backend: Literal["nixl", "mooncake", "ascend", "ucx", "nccl", "lmcache"]
-    args: dict[str, ArgValue] = Field(default_factory=dict)
+    args: dict[Text, ArgValue] = Field(default_factory=dict)
 
 
 class Source(Strict):
     """Where a configuration was published: every recipe names one."""
 
-    document: str
-    submitted_by: str
-    url: str | None = None
-    notes: str | None = None
+    document: Text
+    submitted_by: Text
+    url: WebUrl | None = None
+    notes: str | None = Field(default=None, description="free text; shown escaped, as text")
 
 
 def strings_in(value: Any) -> Iterator[str]:
@@ -307,7 +333,7 @@ class Recipe(Strict):
     """A serving configuration: model × hardware × engine × precision × topology."""
 
     model: Name
-    checkpoint: str | None = Field(
+    checkpoint: Word | None = Field(
         default=None, description="weights actually served (HF id or path); default: the model's hf_id"
     )
     hardware: Name
@@ -318,9 +344,9 @@ class Recipe(Strict):
     router: Router | None = None
     kv_transfer: KvTransfer | None = None
     spec_decode: SpecDecode | None = None
-    env: dict[str, Scalar] = Field(default_factory=dict, description="environment of every worker")
+    env: EnvMap = Field(default_factory=dict, description="environment of every worker")
     container: Container | None = Field(default=None, description="default: Container()")
-    params: dict[str, Scalar] = Field(
+    params: dict[Text, Annotated[Scalar, NoControls]] = Field(
         default_factory=dict,
         description="values for ${NAME} placeholders; MODEL, PORT, HOST and CONC are bound at run time",
     )
@@ -440,7 +466,7 @@ class AgenticSessions(Strict):
     search's settings for ``--workload`` (flags given there override them)."""
 
     source: Literal["synthetic", "trace", "mooncake"] = "synthetic"
-    path: str | None = Field(
+    path: CatalogPath | None = Field(
         default=None, description="trace manifest or Mooncake JSONL, relative to the catalog root"
     )
     distributions: dict[DistName, DistValue] = Field(
@@ -652,19 +678,19 @@ class Fleet(Strict):
     nodes: Degree = 1
     partition: SlurmName | None = None
     account: SlurmName | None = None
-    model_cache: Text | None = None
-    mounts: dict[Text, Text] = Field(default_factory=dict)
-    env: dict[EnvName, Scalar] = Field(default_factory=dict)
+    model_cache: PathText | None = None
+    mounts: dict[MountPath, MountPath] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
     exclude_nodes: list[NodeList] = Field(default_factory=list)
     hosts: list[Host] = Field(default_factory=list)
     # How `infermatrix run` starts processes here (launch/): all optional, facts of the fleet.
-    model_dir: Text | None = Field(
+    model_dir: PathText | None = Field(
         default=None, description="folder of checkpoints as plain directories: ${MODEL} is "
         "model_dir/<checkpoint>; unset: ${MODEL} is the HF id (resolved through the HF cache)")
     commands: dict[Text, list[Text]] = Field(
         default_factory=dict, description="argv prefixes replaced on this fleet, e.g. 'vllm serve' "
         "-> a CPU build's module entry point; tokens starting with ./ are relative to the repo")
-    container_image: dict[Text, Text] = Field(
+    container_image: dict[ImageRef, ImageRef] = Field(
         default_factory=dict, description="engine image -> image to run instead (a local mirror, "
         "or a squashfs file for Pyxis/enroot)")
     slurm_args: list[SlurmArg] = Field(
@@ -672,13 +698,16 @@ class Fleet(Strict):
     time_limit_minutes: Annotated[int, Field(ge=1, le=int(MAX_SECONDS) // 60)] | None = Field(
         default=None, description="SLURM allocation time limit (default: the job's time-out)")
     ssh_user: UserName | None = None
-    workdir: Text | None = Field(
+    workdir: AbsPath | None = Field(
         default=None, description="ssh fleets: shared folder on the hosts for logs and files")
 
-    @field_validator("env")
+    @field_validator("commands")
     @classmethod
-    def _env_values(cls, v: dict[str, Scalar]) -> dict[str, Scalar]:
-        return no_controls(v, "env value")
+    def _commands_start_with_a_program(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for prefix, argv in v.items():
+            if not argv or argv[0].startswith("-"):
+                raise ValueError(f"{prefix!r}: the replacement starts with a program, not an option")
+        return v
 
     @model_validator(mode="after")
     def _fields_fit_the_kind(self) -> Fleet:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from pathlib import Path
 
 from .contents import Catalog, Origin
 from .schema import PRECISIONS, Recipe, SweepEntry
@@ -174,8 +175,28 @@ def _workload_problems(cat: Catalog) -> list[Problem]:
     return out
 
 
+# built-in hardware profiles ship with the simulator (infermatrix/sim/profiles.py reads them);
+# the catalog only checks that the file a `profile:` names is there
+BUILTIN_PROFILES = Path(__file__).resolve().parents[1] / "sim" / "data" / "profiles"
+
+
+def _hardware_problems(cat: Catalog) -> list[Problem]:
+    out = []
+    for name, hw in cat.hardware.items():
+        if not hw.profile:
+            continue
+        builtin = BUILTIN_PROFILES / f"{hw.profile}.json"
+        given = Path(hw.profile) if Path(hw.profile).is_absolute() else cat.root / hw.profile
+        if not (("/" not in hw.profile and builtin.is_file()) or given.is_file()):
+            out.append(cat.origin("hardware", name).problem(
+                ("profile",), f"no profile {hw.profile!r}: neither a built-in one "
+                f"(infermatrix/sim/data/profiles/) nor a file under the catalog root"))
+    return out
+
+
 def cross_validate(cat: Catalog) -> list[Problem]:
     problems: list[Problem] = []
+    problems.extend(_hardware_problems(cat))
     problems.extend(_workload_problems(cat))
     faulty = set()
     for rid, recipe in cat.recipes.items():

@@ -12,12 +12,14 @@ nesting is one ``file:line`` problem, not a hang, a RecursionError or a MemoryEr
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..jsonio import read_bounded
 from .safety import CONTROL
 
 Loc = tuple[str | int, ...]
@@ -244,13 +246,12 @@ def load_yaml(path: Path | str, display: str | None = None) -> SourceDoc:
     """Parse one YAML file; raise CatalogError (never a traceback) when it is not valid YAML."""
     shown = display or str(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise CatalogError([Problem(shown, 1, "", f"file is larger than {MAX_BYTES >> 20} MiB")])
-        text = raw.decode("utf-8")
+        text = read_bounded(path, MAX_BYTES).decode("utf-8")  # never a FIFO, never unbounded
     except (OSError, UnicodeDecodeError) as exc:
-        reason = "not a file" if isinstance(exc, IsADirectoryError) else exc
+        if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            raise CatalogError([Problem(shown, 1, "", f"file is larger than {MAX_BYTES >> 20} MiB")]) from None
+        reason = ("not a file" if isinstance(exc, OSError) and Path(path).is_dir()
+                  else exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)
         raise CatalogError([Problem(shown, 0, "", f"cannot read file: {reason}")]) from None
     return parse_yaml(text, shown)
 

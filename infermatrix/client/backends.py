@@ -80,20 +80,39 @@ def decode_chunk(obj: Any) -> Chunk:
     if err is not None or obj.get("object") == "error":
         c.error = error_message(obj)
         return c
-    c.id = obj.get("id")
+    c.id = _str_or_none(obj.get("id"))
     if "meta_info" in obj:
         return _native_chunk(obj, c)
     choices = obj.get("choices")
     if choices:
-        choice = choices[0]
+        choice = _first_choice(choices)
+        if choice is None:  # any other JSON shape: an error event, never a crash
+            c.error = f"unexpected 'choices' in the event: {json.dumps(choices)[:120]}"
+            return c
         text = choice.get("text")
         if text is None:
-            delta = choice.get("delta") or {}
-            # Reasoning models stream their thinking first; it is generated text too.
-            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            delta = choice.get("delta")
+            if isinstance(delta, dict):  # reasoning models stream their thinking first
+                text = _first_text(delta, ("content", "reasoning_content", "reasoning"))
         if isinstance(text, str):
             c.text = text
     return _counts(c, obj.get("usage"))
+
+
+def _first_choice(choices: Any) -> dict[str, Any] | None:
+    """The first choice when ``choices`` is a list whose first item is an object."""
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def _first_text(obj: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The first of ``keys`` that holds a non-empty string ('' when none does)."""
+    return next((v for v in (obj.get(k) for k in keys) if isinstance(v, str) and v), "")
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
 
 
 def _counts(c: Chunk, counts: Any) -> Chunk:
@@ -101,7 +120,7 @@ def _counts(c: Chunk, counts: Any) -> Chunk:
     if isinstance(counts, dict):
         c.completion_tokens = _int_or_none(counts.get("completion_tokens"))
         c.prompt_tokens = _int_or_none(counts.get("prompt_tokens"))
-        c.id = c.id or counts.get("id")
+        c.id = c.id or _str_or_none(counts.get("id"))
     return c
 
 
@@ -117,10 +136,11 @@ def _native_chunk(obj: dict[str, Any], c: Chunk) -> Chunk:
 def decode_full_response(obj: Any) -> Chunk:
     """A server that ignored ``stream: true`` and answered one JSON document."""
     c = decode_chunk(obj)
-    if c.error is None and isinstance(obj, dict) and obj.get("choices"):
-        msg = obj["choices"][0].get("message")
+    choice = _first_choice(obj.get("choices")) if c.error is None and isinstance(obj, dict) else None
+    if choice is not None:
+        msg = choice.get("message")
         if isinstance(msg, dict) and not c.text:
-            c.text = msg.get("content") or msg.get("reasoning_content") or ""
+            c.text = _first_text(msg, ("content", "reasoning_content"))
     return c
 
 

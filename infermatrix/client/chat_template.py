@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ClientInputError
+from .files import read_json, read_text
 
 DSV4_BOS = "<｜begin▁of▁sentence｜>"
 DSV4_USER = "<｜User｜>"
@@ -51,17 +52,14 @@ def read_template(directory: Path) -> tuple[str | None, dict[str, str]]:
     config: dict[str, Any] = {}
     path = directory / "tokenizer_config.json"
     if path.is_file():
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ClientInputError(f"{path}: cannot read ({e})") from e
+        config = read_json(path)
     template = config.get("chat_template")
     if isinstance(template, list):  # named templates: the default one
         named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
         template = named.get("default")
     jinja = directory / "chat_template.jinja"
     if not template and jinja.is_file():
-        template = jinja.read_text(encoding="utf-8")
+        template = read_text(jinja)
     specials = {}
     for name in SPECIAL_NAMES:
         value = config.get(name)

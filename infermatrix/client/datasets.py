@@ -5,7 +5,6 @@ in arrivals.py), so changing one knob does not reshuffle the others and a run is
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from .arrivals import gamma_deadlines
 from .chat_template import chat_prompt
 from .config import SGLANG_BACKENDS, BenchConfig
 from .errors import ClientInputError
+from .files import read_json
 from .jsonl import read_jsonl
 from .prompts import exact_ids, exact_prompt
 from .records import RequestSpec
@@ -129,12 +129,7 @@ def sharegpt_dataset(cfg: BenchConfig, tok: Tokenizer, content: random.Random) -
     length unless --sharegpt-output-len. Pairs are kept as the backend's own client keeps them
     (``sharegpt_keeps``)."""
     path = _path(cfg)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ClientInputError(f"cannot read dataset {path}: {e}") from e
-    except json.JSONDecodeError as e:
-        raise ClientInputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+    data = read_json(path)  # a regular file, bounded in size and depth
     if not isinstance(data, list):
         raise ClientInputError(f"{path}: expected a JSON list of conversations")
     pairs = [p for p in (_first_pair(entry) for entry in data) if p is not None]
@@ -238,5 +233,6 @@ def _path(cfg: BenchConfig) -> Path:
         raise ClientInputError(f"--dataset-name {cfg.dataset_name} needs --dataset-path")
     path = Path(cfg.dataset_path).expanduser()
     if not path.is_file():
-        raise ClientInputError(f"cannot read dataset {path}: no such file")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise ClientInputError(f"cannot read dataset {path}: {what}")
     return path

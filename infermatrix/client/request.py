@@ -178,7 +178,7 @@ class _Exchange:
                 if end != len(text):  # surrounding whitespace, or not JSON: json.loads decides
                     obj = json.loads(text)
                 c = decode_chunk(obj)
-            except ValueError as e:  # not UTF-8 (UnicodeDecodeError) or not JSON
+            except (ValueError, RecursionError) as e:  # not UTF-8 (UnicodeDecodeError) or not JSON
                 rec.bad_events += 1
                 first_bad = first_bad or f"{_why(e)}: {data[:80]!r}"
                 continue
@@ -280,7 +280,7 @@ async def get_json(client: HTTPClient, url: str, timeout: float) -> tuple[int, o
         resp = await client.request("GET", url, None, lambda r: collector(buf))
     try:
         return resp.status, json.loads(bytes(buf))
-    except ValueError:
+    except (ValueError, RecursionError):
         return resp.status, None
 
 
@@ -290,7 +290,7 @@ def _http_error(rec: RequestRecord, resp: Response | None, raw: bytes) -> None:
     text = raw.decode("utf-8", "replace")
     try:
         text = error_message(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     reason = resp.reason if resp is not None else ""
     rec.error_detail = f"HTTP {status} {reason}: {' '.join(text.split())[:300]}".strip()
@@ -300,7 +300,7 @@ def _whole_body(rec: RequestRecord, raw: bytes, now: float) -> None:
     """A server that ignored ``stream: true`` and answered one JSON document (received at now)."""
     try:
         c = decode_full_response(json.loads(raw))
-    except ValueError:
+    except (ValueError, RecursionError):
         rec.error, rec.error_detail = "bad_response", f"not SSE and not JSON: {raw[:100]!r}"
         return
     if c.error is not None:
@@ -330,7 +330,9 @@ def _ends_with_done(data: bytes, pieces: list[bytes], parser: SSEParser) -> bool
     return parser.pending == 0  # what was parsed before ended at an event boundary
 
 
-def _why(e: ValueError) -> str:
+def _why(e: ValueError | RecursionError) -> str:
+    if isinstance(e, RecursionError):  # any JSON shape is survived, deep nesting included
+        return "invalid JSON (nested too deeply)"
     if isinstance(e, UnicodeDecodeError):
         return f"invalid UTF-8 at byte {e.start}"
     return f"invalid JSON ({e})"

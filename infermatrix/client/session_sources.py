@@ -18,7 +18,6 @@ agent runs them and a run is reproducible from its seed.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -30,6 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import ClientInputError
+from .files import read_json
 from .jsonl import read_jsonl
 from .prompts import exact_ids
 from .tokenizer import Tokenizer
@@ -259,7 +259,7 @@ class TraceSource:
     def __init__(self, manifest: str | Path) -> None:
         self.path = Path(manifest).expanduser()
         self.name = f"trace({self.path})"
-        data = _read_json(self.path)
+        data = read_json(self.path)
         if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
             raise ClientInputError(f"{self.path}: a manifest is a JSON object with a 'tasks' list")
         context = data.get("context", "delta")
@@ -511,11 +511,3 @@ def _first_error(e: Exception) -> str:
         return re.sub(r"^Value error, ", "", f"{loc + ': ' if loc else ''}{err['msg']}")
     return str(e)
 
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ClientInputError(f"cannot read {path}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise ClientInputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e

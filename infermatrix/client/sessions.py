@@ -283,7 +283,7 @@ class _UsageTap:
         for event in reversed(parser.feed(b"".join(self._tail)) + parser.flush()):
             try:
                 obj = json.loads(event)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             usage = obj.get("usage") if isinstance(obj, dict) else None
             if isinstance(usage, dict):

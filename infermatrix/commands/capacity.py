@@ -28,13 +28,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..argtypes import bounded_float, bounded_int
 from ..capacity.normalise import Footprint
 from ..capacity.recipe import affinity_of, footprint_of, identity
 from ..capacity.run import CapacitySettings, Target, find_capacity_sync
 from ..capacity.search import MAX_RESOLUTION_PCT
 from ..capacity.tiers import DEFAULT_TIERS, SloTier, tiers_from
 from ..catalog.loader import Catalog, load_catalog
-from ..catalog.schema import SloTierSpec
+from ..catalog.schema import (
+    MAX_CONCURRENCY,
+    MAX_FIGURE,
+    MAX_GPUS,
+    MAX_SECONDS,
+    MAX_TOKENS,
+    SloTierSpec,
+)
 from ..catalog.yamlsrc import CatalogError
 from ..client import affinity as aff
 from ..client.backends import backend_for
@@ -58,6 +66,11 @@ from ..results import agentic
 from ..results.store import Store
 
 PROG = "infermatrix capacity"
+# every number on the command line is finite and bounded (the flags a workload can also set
+# are checked in run(), one line each)
+MAX_TIME_SCALE = 1e6
+LEVEL = bounded_int(1, MAX_CONCURRENCY)
+SECONDS = bounded_float(0, MAX_SECONDS)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -115,10 +128,10 @@ def parser() -> argparse.ArgumentParser:
         help="synthetic distribution, e.g. turns=uniform:low=2,high=40 "
         "output_tokens=lognormal:median=150,sigma=1.2 sessions=128",
     )
-    s.add_argument("--trace-block-size", type=int, help="default 512")
-    s.add_argument("--tool-delay", type=float, help="Mooncake: seconds between turns (default 1)")
+    s.add_argument("--trace-block-size", type=bounded_int(1, 1 << 20), help="default 512")
+    s.add_argument("--tool-delay", type=SECONDS, help="Mooncake: seconds between turns (default 1)")
     s.add_argument(
-        "--max-context-tokens", type=int, help="end a session before its context passes this"
+        "--max-context-tokens", type=bounded_int(1, MAX_TOKENS), help="end a session before its context passes this"
     )
     q = p.add_argument_group("search")
     q.add_argument(
@@ -128,9 +141,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=SPEED:TTFT_S",
         help="SLO tier (repeatable); default SLO20=20:10 and SLO60=60:5",
     )
-    q.add_argument("--start", type=int, help="first level (default: the sweep entry's, else 1)")
-    q.add_argument("--max-concurrency", type=int, help="default: the sweep entry's, else 4096")
-    q.add_argument("--resolution", type=int, help="stop bisecting when this close (default 1)")
+    q.add_argument("--start", type=LEVEL, help="first level (default: the sweep entry's, else 1)")
+    q.add_argument("--max-concurrency", type=LEVEL, help="default: the sweep entry's, else 4096")
+    q.add_argument("--resolution", type=LEVEL, help="stop bisecting when this close (default 1)")
     q.add_argument("--resolution-pct", type=float,
                    help="or when within this percent of the passing level (default 0: off)")
     q.add_argument("--duration", type=float, help="measured seconds per level (default 120)")
@@ -140,12 +153,12 @@ def parser() -> argparse.ArgumentParser:
         "--no-flush", action="store_true", help="do not call the prefix-cache flush endpoint"
     )
     q.add_argument(
-        "--max-error-rate", type=float, help="per level (default: the workload's, else 0.05)"
+        "--max-error-rate", type=bounded_float(0, 1), help="per level (default: the workload's, else 0.05)"
     )
-    q.add_argument("--seed", type=int, help="default 0")
+    q.add_argument("--seed", type=bounded_int(0, 2**63 - 1), help="default 0")
     n = p.add_argument_group("normalisation and output")
-    n.add_argument("--gpus", type=int, help="GPUs of all pools (default: the recipe's)")
-    n.add_argument("--usd-per-gpu-hour", type=float, help="default: the recipe's hardware")
+    n.add_argument("--gpus", type=bounded_int(1, MAX_GPUS), help="GPUs of all pools (default: the recipe's)")
+    n.add_argument("--usd-per-gpu-hour", type=bounded_float(0, MAX_FIGURE), help="default: the recipe's hardware")
     n.add_argument(
         "--output", "-o", type=Path, help="write the capacity JSON here (default: stdout)"
     )
@@ -277,8 +290,9 @@ def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
     wall_tiers = [t.scaled(args.time_scale) for t in tiers]  # a simulated engine run N× faster
     if not 0 <= args.resolution_pct <= MAX_RESOLUTION_PCT:
         raise ClientInputError(f"--resolution-pct must be within 0..{MAX_RESOLUTION_PCT:g}")
-    if args.duration <= 0 or args.warmup < 0:
-        raise ClientInputError("--duration must be positive and --warmup not negative")
+    if not (0 < args.duration <= MAX_SECONDS and 0 <= args.warmup <= MAX_SECONDS):
+        raise ClientInputError(f"--duration must be above 0 and --warmup at least 0, both finite "
+                               f"and at most {MAX_SECONDS:g} s")
     dep = _footprint(cat, args)
     if args.session_affinity == "auto":
         affinity = affinity_of(cat, args.recipe) if cat and args.recipe else aff.NONE
@@ -422,8 +436,8 @@ class JobFailed(Exception):
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.base_url and not args.recipe:
         raise ClientInputError("give --base-url, or --recipe to search the simulated engine")
-    if args.time_scale <= 0:
-        raise ClientInputError("--time-scale must be positive")
+    if not 0 < args.time_scale <= MAX_TIME_SCALE:  # checks written so that nan fails them too
+        raise ClientInputError(f"--time-scale must be positive and at most {MAX_TIME_SCALE:g}")
     cat = load_catalog(args.catalog_root) if args.recipe or args.workload else None
     if args.recipe and args.recipe not in cat.recipes:  # type: ignore[union-attr]
         raise ClientInputError(f"unknown recipe {args.recipe!r}")

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from ..argtypes import bounded_int
 from ..errors import UsageError
 from ..evals.compare import accuracy_section
 from ..evals.history import collect_evals
 from ..evals.publish import apply_gate, collect_note, current_accuracy
 from ..evals.record import EvalRecord
+from ..markup import safe_href
 from ..report import build_report
 from ..report.dashboard import launch_commands
 from ..results.agentic import AgenticRecord
@@ -100,8 +102,23 @@ def _kinds_line(agentic: Sequence[AgenticRecord], evals: int, stored: dict[str, 
                      for p, k in zip(parts, ("agentic", "evals"), strict=True))
 
 
+def check_outputs_outside(inputs: Sequence[Path], outputs: dict[str, Path | None]) -> None:
+    """An export written inside a run it reads could overwrite a measured level file (or be
+    read back as one by the next collect): refused, as is any output that is an input."""
+    sources = [p.resolve() for p in inputs]
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        target = out.resolve()
+        for src in sources:
+            if target == src or (src.is_dir() and target.is_relative_to(src)):
+                raise UsageError(f"{flag} {out}: inside the input {src}; write it outside the runs "
+                                 "collect reads")
+
+
 def _collect(args: argparse.Namespace) -> int:
     check_exists(args.paths)
+    check_outputs_outside(args.paths, {"--jsonl": args.jsonl, "--csv": args.csv})
     _check_store(args.store)
     result = collect(args.paths, store=args.store)
     s = result.summary
@@ -154,10 +171,10 @@ def report_parser() -> argparse.ArgumentParser:
                    help="where to write (default, for one input: a run directory itself, as "
                         "`infermatrix sweep` does, or the folder holding the store or JSONL)")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
-    p.add_argument("--last", type=int, metavar="N", help="only the last N runs")
+    p.add_argument("--last", type=bounded_int(1, 10**6), metavar="N", help="only the last N runs")
     p.add_argument("--title", default="infermatrix results")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
-    p.add_argument("--catalog", default="catalog.html", metavar="URL",
+    p.add_argument("--catalog", default="catalog.html", metavar="URL", type=catalog_link,
                    help="recipe links: URL#<recipe-id>, or a template with {id} or {anchor}")
     p.add_argument("--catalog-json", type=Path, metavar="FILE",
                    help="`infermatrix catalog --json` output: embeds the launch commands")
@@ -172,6 +189,14 @@ def default_output(inputs: Sequence[Path]) -> Path:
     if len(inputs) != 1:
         raise UsageError("-o DIR is needed with several inputs")
     return inputs[0] if inputs[0].is_dir() else inputs[0].parent
+
+
+def catalog_link(url: str) -> str:
+    """--catalog: a link the dashboard writes into every recipe's href, so http(s) or relative
+    only (a javascript: URL would run in the reader's browser)."""
+    if safe_href(url) is None:
+        raise argparse.ArgumentTypeError(f"not an http(s) or relative URL: {url[:80]!r}")
+    return url
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -4,7 +4,6 @@ through launch/'s one loop (``launch.execute``)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,10 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..argtypes import bounded_float
 from ..catalog.loader import Catalog, load_catalog
 from ..catalog.safety import safe_id
-from ..catalog.schema import MAX_CONCURRENCY
+from ..catalog.schema import MAX_CONCURRENCY, MAX_SECONDS
 from ..errors import UsageError
+from ..jsonio import loads_bounded, read_bounded
 from ..launch.backends import BACKENDS
 from ..launch.execute import (
     ENGINE_MODES,
@@ -29,6 +30,8 @@ from ..launch.pidfile import reap
 from ..launch.provenance import new_run_id
 from ..launch.state import run_id_of, should_run, unfinished_jobs
 from ..plan.jobs import Job, default_runner, entry_listing, make_job
+
+MAX_JOB_FILE_BYTES = 64 << 20  # a plan of 10,000 jobs is a few MB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +67,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--on-level-failure", choices=POLICIES, default="continue",
                      help="after a level fails its error-rate threshold: measure the next level "
                           "(default) or stop the job")
-    run.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S, metavar="SECONDS",
+    run.add_argument("--ready-timeout", type=bounded_float(0, MAX_SECONDS, lo_open=True),
+                     default=READY_TIMEOUT_S, metavar="SECONDS",
                      help=f"health + canary must pass within this (default {READY_TIMEOUT_S:.0f})")
     run.add_argument("--output-dir", type=Path, default=Path("results"),
                      help="results/<run-id>/ is created below this folder")
@@ -88,9 +92,11 @@ def _check_job(job: Job) -> Job:
 def _job_from_file(path: Path | str, wanted: str | None, text: str | None = None) -> Job:
     """The job in a plan file (or ``text`` read from elsewhere, named ``path``)."""
     try:
-        data = json.loads(text if text is not None else Path(path).read_text())
+        # a regular file of bounded size and depth: a FIFO, /dev/zero or 100k nested brackets
+        # is one line, never a hang or a RecursionError
+        data = loads_bounded(text if text is not None else read_bounded(path, MAX_JOB_FILE_BYTES))
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read a job: {exc}") from None
+        raise UsageError(f"{path}: cannot read a job: {getattr(exc, 'strerror', None) or exc}") from None
     items = data if isinstance(data, list) else [data]
     if wanted:
         items = [d for d in items if isinstance(d, dict) and d.get("id") == wanted]

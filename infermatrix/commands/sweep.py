@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from ..argtypes import bounded_int
 from ..catalog.loader import Catalog, load_catalog
 from ..cpus import usable_cpus
 from ..errors import UsageError
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for action in scratch._actions:  # all but `run --engine`, which the filter flag doubles as
         if "--engine" not in action.option_strings:
             group._add_action(action)
-    group.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+    group.add_argument("--workers", type=bounded_int(1, 1024), default=usable_cpus(), metavar="N",
                        help="with --virtual: simulate levels in N processes, ahead of recording "
                             "them (default: the CPUs, here %(default)s; 1: in this process)")
     parser.set_defaults(engine_mode="sim")

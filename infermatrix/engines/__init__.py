@@ -29,6 +29,8 @@ from .deployment import (
     MpiLaunch,
     Process,
     docker_argv,
+    env_argv,
+    export_lines,
     join,
     quote,
     shell_command,
@@ -39,7 +41,7 @@ from .routers import RouterContext, Upstream, render_router
 
 __all__ = [
     "Allocation", "Canary", "ContainerSpec", "Deployment", "FrontDoor", "MpiLaunch", "Process",
-    "RenderError", "docker_argv", "join", "quote", "render", "render_recipe", "shell_command", "srun_argv",
+    "RenderError", "docker_argv", "env_argv", "export_lines", "join", "quote", "render", "render_recipe", "shell_command", "srun_argv",
 ]
 
 ENGINES: dict[str, Callable[[Worker], list[Process]]] = {

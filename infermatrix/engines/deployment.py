@@ -8,7 +8,7 @@ give the same thing as text for people and the catalog page.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -129,12 +129,24 @@ def join(argv: Sequence[str], expand: Collection[str] = ()) -> str:
     return " ".join(quote(t, expand) for t in argv)
 
 
+def export_lines(env: Mapping[str, str], expand: Collection[str] = ()) -> list[str]:
+    """``export NAME=VALUE`` lines, every word quoted (names are checked at load; quoting them
+    too means no name can ever end the line early)."""
+    return [f"export {quote(k)}={quote(v, expand)}" for k, v in env.items()]
+
+
+def env_argv(env: Mapping[str, str]) -> list[str]:
+    """``env -- NAME=VALUE ...`` before a command (nothing when there is no env): the ``--`` ends
+    env's options, so no name can be read as one (GNU env's ``-S`` runs its argument)."""
+    return ["env", "--", *(f"{k}={v}" for k, v in env.items())] if env else []
+
+
 def shell_command(process: Process, *, docker: bool = False) -> str:
     """The process as shell: ``export`` lines then the command, or one ``docker run`` line."""
     names = process.placeholders
     if docker:
         return join(docker_argv(process), names)
-    lines = [f"export {k}={quote(v, names)}" for k, v in process.env.items()]
+    lines = export_lines(process.env, names)
     argv = srun_argv(process) if process.mpi else list(process.argv)
     lines.append(join(argv, names))
     return "\n".join(lines)
@@ -172,4 +184,4 @@ def srun_argv(process: Process, *, extra: Sequence[str] = ()) -> list[str]:
         return list(process.argv)
     return ["srun", "--nodes", str(len(m.hosts)), "--ntasks", str(m.ntasks),
             "--ntasks-per-node", str(m.ntasks_per_node), "--nodelist", ",".join(m.hosts),
-            "--mpi", "pmix", *extra, *m.wrapper, *process.argv]
+            "--mpi", "pmix", *extra, "--", *m.wrapper, *process.argv]

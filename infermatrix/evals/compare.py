@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..catalog.accuracy import AccuracyConfig
+from ..markup import md_text
 from .gate import eval_verdict
 from .record import EvalRecord
 
@@ -92,7 +93,7 @@ def accuracy_markdown(rows: Sequence[AccuracyRow]) -> str:
     lines = ["", "### Accuracy", "", "| recipe | task | base | new | Δ | change |", "|---|---|---|---|---|---|"]
     for r in rows:
         delta = f"{r.delta:+.3f}" if r.delta is not None else "–"
-        lines.append(f"| {r.recipe} | {r.task} | {_score(r.base)} | {_score(r.new)} | {delta} | {r.change} |")
+        lines.append(f"| {md_text(r.recipe)} | {md_text(r.task)} | {_score(r.base)} | {_score(r.new)} | {delta} | {r.change} |")
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..jsonio import loads_bounded, read_bounded
 from .record import EvalRecord, from_document
 
 EVAL_GLOB = "eval-*.json"
@@ -36,8 +37,8 @@ def collect_evals(paths: Iterable[Path]) -> EvalCollect:
                 continue
             seen.add(path.resolve())
             try:
-                data = path.read_bytes()
-                rec = from_document(json.loads(data.decode("utf-8")), str(path))
+                data = read_bounded(path)
+                rec = from_document(loads_bounded(data), str(path))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
                 out.problems.append((str(path), f"eval: {str(exc).splitlines()[0] if str(exc) else exc!r}"))
                 continue

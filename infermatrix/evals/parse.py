@@ -7,11 +7,12 @@ read is a failed eval, never a pass.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..jsonio import read_json_bounded
 
 
 class EvalOutputError(ValueError):
@@ -41,10 +42,10 @@ def find_results_file(output_dir: Path) -> Path:
 
 def load_results(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = read_json_bounded(path)
     except FileNotFoundError:
         raise EvalOutputError(f"{path}: no such results file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise EvalOutputError(f"{path}: unreadable results JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise EvalOutputError(f"{path}: results JSON is not an object")

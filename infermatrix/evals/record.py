@@ -7,11 +7,12 @@ results JSON embedded so the number can always be traced back to what the harnes
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..jsonio import read_json_bounded
 
 EVAL_SCHEMA_VERSION = 1
 EVAL_KIND = "eval-result"
@@ -108,7 +109,7 @@ def from_document(doc: Any, source: str | None = None) -> EvalRecord:
 
 def read_eval_file(path: Path) -> EvalRecord:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = read_json_bounded(path)
+    except (OSError, ValueError) as exc:
         raise ValueError(f"unreadable eval result ({exc})") from None
     return from_document(doc, str(path))

@@ -7,6 +7,7 @@ models hardware, model, parallelism and router itself); real engines start throu
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Mapping
@@ -33,7 +34,9 @@ def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str]
     bound = [f"--param={k}={v}" for k, v in sorted((params or {}).items())]
     argv = [sys.executable, "-m", "infermatrix.sim", "serve", "--recipe", recipe_id,
             "--catalog-root", str(cat.root), "--host", "127.0.0.1", "--port", str(port),
-            "--served-model-name", name, *bound, *(extra_args or [])]
+            "--served-model-name", name, *bound,
+            "--parent-pid", str(os.getpid()),  # the server ends with us, even after kill -9
+            *(extra_args or [])]
     log = log_dir / "server-sim.log"
     proc = ManagedProcess("simulated engine", argv, log)
     base = f"http://127.0.0.1:{port}"

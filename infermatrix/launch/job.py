@@ -23,7 +23,7 @@ from ..workers import STOP_SIGNALS
 from .backends.base import Launched
 from .monitor import GpuMonitor
 from .provenance import host_facts, utc_now
-from .state import closing, opening
+from .state import closing, file_digest, opening
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
@@ -183,7 +183,7 @@ def record_level(job_dir: Path, manifest: dict[str, Any], result: dict[str, Any]
     name = f"conc-{conc}.json"
     write_json_atomic(job_dir / name, result)
     manifest["levels"].append({"concurrency": conc, "status": status, "file": name,
-                               "error": error, **extra})
+                               "error": error, "sha256": file_digest(job_dir / name), **extra})
     write_json_atomic(job_dir / "manifest.json", manifest)
 
 

@@ -17,18 +17,21 @@ the job itself, so a resume needs no re-planning) and is rewritten, atomically, 
 recorded ok are kept — their files are never rewritten — and only the others are measured (a
 level file written just before a kill -9, whose manifest entry never was, counts as recorded); what
 an earlier attempt left (its error, its failed levels) is kept under ``previous_attempts``.
+Each level entry records the SHA-256 of the file written (``sha256``): a resume trusts no
+``done`` and no level whose file no longer matches it (truncated, edited, replaced), and
+measures those levels again.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import platform
 from pathlib import Path
 from typing import Any
 
 from ..catalog.safety import UnsafeValue, safe_id
 from ..errors import UsageError
-from ..jsonio import write_json_atomic
+from ..jsonio import read_bounded, read_json_bounded, write_json_atomic
 from ..plan.jobs import Job
 from . import pidfile
 from .provenance import utc_now
@@ -41,7 +44,7 @@ MANIFEST = "manifest.json"
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(path.read_text())
+        doc = read_json_bounded(path)
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
@@ -68,10 +71,21 @@ def job_state(manifest: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ one job's manifest
 
 
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of a level file as written (None when it cannot be read)."""
+    try:
+        return hashlib.sha256(read_bounded(path)).hexdigest()
+    except OSError:
+        return None
+
+
 def _level_ok(job_dir: Path, level: dict[str, Any]) -> bool:
-    """A level is finished when the manifest and its own file both say it is ok."""
+    """A level is finished when the manifest and its own file both say it is ok, and the file
+    still holds what was written (its recorded checksum, where the manifest has one)."""
     name = level.get("file")
     if level.get("status") != "ok" or not isinstance(name, str) or "/" in name:
+        return False
+    if level.get("sha256") is not None and file_digest(job_dir / name) != level["sha256"]:
         return False
     doc = _read(job_dir / name)
     block = doc.get("infermatrix") if doc else None
@@ -107,10 +121,13 @@ def opening(job_dir: Path) -> dict[str, Any]:
         return fields
     levels = [lv for lv in old.get("levels") or [] if isinstance(lv, dict)]
     levels += _unrecorded_levels(job_dir, levels)
-    kept = [lv for lv in levels if _level_ok(job_dir, lv)]
+    kept = [{**lv, "sha256": lv.get("sha256") or file_digest(job_dir / lv["file"])}
+            for lv in levels if _level_ok(job_dir, lv)]
     earlier = {k: old.get(k) for k in ("started_at", "finished_at", "status", "error")}
     earlier["state"] = job_state(old)
-    earlier["levels"] = [lv for lv in levels if lv not in kept and lv.get("status") != "skipped"]
+    kept_files = {lv["file"] for lv in kept}
+    earlier["levels"] = [lv for lv in levels
+                         if lv.get("file") not in kept_files and lv.get("status") != "skipped"]
     return {**fields, "levels": kept, "attempt": int(old.get("attempt") or 1) + 1,
             "previous_attempts": [*old.get("previous_attempts", []), earlier]}
 
@@ -135,10 +152,21 @@ def check_fresh(job_dir: Path, run_id: str) -> None:
                          f"--resume {run_id}, or choose another --run-id")
 
 
+def checked_state(job_dir: Path, manifest: dict[str, Any]) -> str:
+    """``job_state``, except that a ``done`` job with an ok level whose file no longer matches
+    its checksum (or no longer reads as ok) is ``interrupted``: a resume measures that level
+    again and keeps the rest."""
+    state = job_state(manifest)
+    levels = [lv for lv in manifest.get("levels") or [] if isinstance(lv, dict)]
+    if state == "done" and not all(_level_ok(job_dir, lv) for lv in levels if lv.get("status") == "ok"):
+        return "interrupted"
+    return state
+
+
 def finished(job_dir: Path) -> bool:
-    """Is the job in this folder done (so a resume leaves it alone)?"""
+    """Is the job in this folder done, its level files intact (so a resume leaves it alone)?"""
     manifest = _read(job_dir / MANIFEST)
-    return manifest is not None and job_state(manifest) == "done"
+    return manifest is not None and checked_state(job_dir, manifest) == "done"
 
 
 def check_resumable(job_dir: Path) -> None:
@@ -188,7 +216,7 @@ def unfinished_jobs(run_dir: Path) -> list[Job]:
     jobs = []
     for path in sorted(run_dir.glob(f"jobs/*/{MANIFEST}")):
         manifest = _read(path)
-        if manifest is None or job_state(manifest) == "done":
+        if manifest is None or checked_state(path.parent, manifest) == "done":
             continue
         try:
             jobs.append(Job.model_validate(manifest.get("job")))
@@ -252,8 +280,8 @@ class RunLedger:
             if manifest is None:
                 entry["state"] = "pending"
             else:
-                entry.update(state=job_state(manifest), status=manifest.get("status"),
-                             error=manifest.get("error"))
+                entry.update(state=checked_state(run_dir / "jobs" / job.id, manifest),
+                             status=manifest.get("status"), error=manifest.get("error"))
         doc.update(state="running", owner=pidfile.me(), resumed_at=utc_now())
         doc["resumes"] = int(doc.get("resumes") or 0) + 1
         ledger.save()

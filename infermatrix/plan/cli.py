@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..argtypes import bounded_float, bounded_int
 from ..catalog.loader import Catalog, load_catalog
 from ..errors import UsageError
 from .empty import why_empty
@@ -15,6 +16,8 @@ from .incremental import DEFAULT_MAX_AGE_DAYS, incremental_plan
 from .jobs import FILTER_NAMES, Filters, Job, plan_sweep
 from .planfile import read_plan_file
 from .summary import measures, write_summary
+
+MAX_SHARDS_LIMIT = 10_000  # far more than any workflow declares; shards are planned one by one
 
 FILTER_FLAGS = FILTER_NAMES
 
@@ -69,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan-dir", type=Path, default=Path("plan"), metavar="DIR",
                         help="with --format github: the folder for the plan files, one per "
                              "shard (default: plan; sweep.yml uploads it as the artifact `plan`)")
-    parser.add_argument("--max-shards", type=int, default=MAX_SHARDS,
+    parser.add_argument("--max-shards", type=bounded_int(0, MAX_SHARDS_LIMIT), default=MAX_SHARDS,
                         help=f"most shards the workflow fans out over (default {MAX_SHARDS})")
     parser.add_argument("--simulate", nargs="?", const="true", default="false",
                         choices=("true", "false"),
@@ -87,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "SWEEP)")
     inc.add_argument("--history", type=Path, metavar="PATH",
                      help="results store (SQLite) or records JSONL; a missing file is empty")
-    inc.add_argument("--max-age-days", type=float, default=DEFAULT_MAX_AGE_DAYS, metavar="N",
+    inc.add_argument("--max-age-days", type=bounded_float(0, 36_500), default=DEFAULT_MAX_AGE_DAYS, metavar="N",
                      help=f"a result younger than this is fresh (default {DEFAULT_MAX_AGE_DAYS})")
     inc.add_argument("--force", action="store_true",
                      help="plan every job even with --incremental")

@@ -24,7 +24,7 @@ job is planned.
 
 from __future__ import annotations
 
-import json
+import io
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..jsonio import loads_bounded, open_regular
 from .jobs import Job
 
 DEFAULT_MAX_AGE_DAYS = 7
 # Record statuses that count as a result; anything else (failed, skipped, error) is re-run.
 OK_STATUSES = frozenset({"ok", "success", "passed"})
 SQLITE_MAGIC = b"SQLite format 3\x00"
+MAX_LINE = 64 << 20  # one JSONL record
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,15 @@ def _sqlite_rows(path: Path) -> Iterator[Row]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
+        # a line at most MAX_LINE characters: one endless line is one clear error
+        for lineno, line in enumerate(iter(lambda: fh.readline(MAX_LINE + 1), ""), 1):
+            if len(line) > MAX_LINE:
+                raise UsageError(f"{path}:{lineno}: a line longer than {MAX_LINE >> 20} MiB")
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_bounded(line)
             except ValueError as exc:
                 raise UsageError(f"{path}:{lineno}: not a JSON record: {exc}") from None
             if not isinstance(record, dict):
@@ -133,8 +138,11 @@ def load_history(source: str | Path) -> dict[str, datetime]:
         return {}
     if path.is_dir():
         raise UsageError(f"{path}: a history is a SQLite store or a JSONL file, not a folder")
-    with path.open("rb") as fh:
-        is_sqlite = fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    try:  # a regular file: a FIFO or /dev/zero is refused, not read for ever
+        with open_regular(path) as fh:
+            is_sqlite = fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the history: {exc.strerror or exc}") from None
     rows: Iterable[Row] = _sqlite_rows(path) if is_sqlite else _jsonl_rows(path)
     runs: dict[tuple[str, Any], tuple[datetime | None, bool]] = {}
     for i, (fp, run_id, when, status) in enumerate(rows):

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.schema import Recipe
-from ..engines import Deployment, Process, docker_argv, join, quote, render, srun_argv
+from ..engines import Deployment, Process, docker_argv, export_lines, join, render, srun_argv
+from ..markup import md_text
 
 SCHEMA_VERSION = 1
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -141,8 +142,7 @@ def gpu_list(gpus: list[int]) -> str:
 def shell_block(proc: dict[str, Any]) -> str:
     """The process as a paste-able bash block: exports, then the command."""
     names = set(proc["placeholders"])
-    lines = [f"export {k}={quote(v, names)}" for k, v in proc["env"].items()]
-    return "\n".join([*lines, wrap(proc["command"])])
+    return "\n".join([*export_lines(proc["env"], names), wrap(proc["command"])])
 
 
 def _process_section(p: dict[str, Any], shown_files: set[tuple[str, str]]) -> list[str]:
@@ -170,12 +170,12 @@ def _entry_section(e: dict[str, Any]) -> list[str]:
     out += ["| System | Engine | Parallelism | Precision | GPUs used | Submitted by |",
             "|---|---|---|---|---|---|",
             f"| {e['system']} | {e['engine']} ({e['engine_version']}) | {e['parallelism']} | "
-            f"{e['precision']} | {e['gpus_used']} | {e['submitted_by']} |", ""]
-    line = f"Source: {src['document']}"
+            f"{e['precision']} | {e['gpus_used']} | {md_text(e['submitted_by'])} |", ""]
+    line = f"Source: {md_text(src['document'])}"
     line += f" ({src['url']})" if src.get("url") else ""
     out += [line + ".", ""]
-    if src.get("notes"):
-        out += [src["notes"], ""]
+    if src.get("notes"):  # the recipe author's free text: shown as text, never as markup
+        out += [md_text(src["notes"]), ""]
     facts = [f"weights `{e['checkpoint']}`"]
     facts += [f"image `{e['image']}`"] if e["image"] else ["no container image published"]
     facts += [f"front door `{e['front_door']['host']}:{e['front_door']['port']}`"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..jsonio import read_json_bounded
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
@@ -86,7 +87,7 @@ def encode_agentic(records: Sequence[AgenticRecord]) -> dict[str, Any]:
 def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
     """Recipe id → its processes' launch commands, from `infermatrix catalog --json`'s file."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json_bounded(path)
         out: dict[str, list[dict[str, str]]] = {}
         for model in data["models"]:
             for entry in model["configurations"]:

@@ -17,6 +17,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+# Labels come from result files (model, hardware, workload names): text, never math text
+# ("$x$" would be parsed, and a malformed one breaks the whole report).
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..markup import md_code, md_text
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.collect import CollectSummary
 from ..results.failures import JobFailure
@@ -24,7 +25,7 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
     lines = ["", "### Agentic capacity (concurrent agents per SLO tier)", ""]
     rows = [r for r in capacity_rows(records) if r["latest"]]
     for model, workload, tiers, members in groups(rows, tier_order(records)):
-        lines += [f"**{model or 'unknown model'} · {workload}**", "",
+        lines += [f"**{md_text(model or 'unknown model')} · {md_text(workload)}**", "",
                   "| recipe | GPUs | " + " | ".join(
                       f"{t} {label}" for t in tiers for label in ("agents", *_PER.values())) + " |",
                   "|---|---|" + "---|" * (len(tiers) * (1 + len(_PER)))]
@@ -37,7 +38,7 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
                     continue
                 agents = ("" if c["bounded"] else "≥ ") + fmt(c["agents"])
                 cells += [agents, *(fmt(c[k]) for k in _PER)]
-            lines.append(f"| {r['recipe']} | {fmt(r['gpus'])} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md_text(r['recipe'])} | {fmt(r['gpus'])} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines[:-1]
 
@@ -74,7 +75,7 @@ def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()
     if failures:
         parts.append(f"{len(failures)} failed jobs")
     return (f"{' and '.join(parts)} from {jobs} jobs in {len(runs)} run(s): "
-            f"{', '.join(runs[-3:])}{' …' if len(runs) > 3 else ''}.")
+            f"{', '.join(map(md_text, runs[-3:]))}{' …' if len(runs) > 3 else ''}.")
 
 
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
@@ -93,7 +94,8 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
     failed = [r for r in records if not r.ok]
     if failed:
         lines += ["", f"### Failed levels ({len(failed)})", ""]
-        lines += [f"- `{r.job_id}` c={r.concurrency}: {r.error or 'failed'}" for r in failed[:max_failures]]
+        lines += [f"- {md_code(r.job_id)} c={r.concurrency}: {md_text(r.error or 'failed')}"
+                  for r in failed[:max_failures]]
         if len(failed) > max_failures:
             lines.append(f"- … and {len(failed) - max_failures} more")
     lines += failed_jobs(failures, max_failures)
@@ -128,14 +130,15 @@ def throughput_summary(records: Sequence[Record], thresholds: Sequence[float]) -
     for b in best_at(records, thresholds):
         r = b.record
         if r is None:
-            lines.append(f"| {b.model} | {b.workload} | {b.threshold:g} | none meets it | | | | | |")
+            lines.append(f"| {md_text(b.model)} | {md_text(b.workload)} | {b.threshold:g} | none meets it | | | | | |")
         else:
-            lines.append(f"| {b.model} | {b.workload} | {b.threshold:g} | {r.recipe} | {r.topology} | "
+            lines.append(f"| {md_text(b.model)} | {md_text(b.workload)} | {b.threshold:g} | {md_text(r.recipe)} | "
+                         f"{md_text(r.topology)} | "
                          f"{r.concurrency} | {_f(r.output_tput_per_gpu)} | {_f(r.interactivity)} | "
                          f"{_f(r.usd_per_m_output_tokens, 2)} |")
     lines += ["", "### Pareto frontier (output tok/s/GPU vs tok/s/user, all hardware and engines)", ""]
     for (model, workload), lines_ in frontiers(usable(records, "interactivity", "output_tput_per_gpu")).items():
-        pts = ", ".join(f"{r.hardware}/{r.engine} c{r.concurrency}: {_f(r.output_tput_per_gpu, 0)} @ "
+        pts = ", ".join(f"{md_text(r.hardware)}/{md_text(r.engine)} c{r.concurrency}: {_f(r.output_tput_per_gpu, 0)} @ "
                         f"{_f(r.interactivity)}" for r in lines_[("all",)])
-        lines.append(f"- **{model} · {workload}**: {pts}")
+        lines.append(f"- **{md_text(model)} · {md_text(workload)}**: {pts}")
     return lines

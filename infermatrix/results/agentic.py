@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..jsonio import loads_bounded
+from ..jsonio import loads_bounded, read_bounded
 
 if TYPE_CHECKING:
     from .store import Store
@@ -118,7 +118,7 @@ def load_documents(paths: Iterable[Path]) -> list[AgenticRecord]:
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
         for path in files:
             try:
-                doc = loads_bounded(path.read_text(encoding="utf-8"))
+                doc = loads_bounded(read_bounded(path))
                 if is_capacity_document(doc):
                     out += records_from_document(doc)
             except (OSError, UnicodeDecodeError, ValueError, RecursionError):

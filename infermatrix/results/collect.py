@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import JsonNumberError, loads_bounded
+from ..jsonio import JsonNumberError, loads_bounded, read_bounded
 from . import agentic, failures
 from .records import ForeignResult, InvalidResult, Key, Record, normalise
 from .store import SaveCounts, Store
@@ -158,7 +158,7 @@ class _Collector:
             self.s.other += 1
             return
         try:
-            data = path.read_bytes()
+            data = read_bounded(path)  # a FIFO or a device named *.json is skipped, not waited on
         except OSError as exc:
             self.skip("corrupt", path, f"unreadable ({exc.strerror})")
             return

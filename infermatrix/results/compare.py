@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..markup import md_code, md_text
 from .failures import JobFailure, latest
 from .pareto import latest_per_config
 from .records import NaturalKey, Record
@@ -139,7 +140,7 @@ def _cell(row: Row, metric: str) -> str:
 
 def _runs(records: Sequence[Record]) -> str:
     runs = sorted({r.run_id for r in records})
-    text = ", ".join(f"`{r}`" for r in runs[:3]) + (" …" if len(runs) > 3 else "")
+    text = ", ".join(md_code(r) for r in runs[:3]) + (" …" if len(runs) > 3 else "")
     return f"{text or 'nothing'} ({len(records)} levels)"
 
 
@@ -169,8 +170,9 @@ def markdown(rows: Sequence[Row], base: Sequence[Record], new: Sequence[Record],
     for r in rows:
         recipe, workload, runner, conc = r.key
         change = f"**{r.change}**" if r.change in ("now failing", "regression") else r.change
-        cells = [change, recipe, workload, runner, str(conc), *(_cell(r, m) for m, _ in HEADLINE)]
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        cells = [change, *map(md_text, (recipe, workload, runner, conc)),
+                 *(_cell(r, m) for m, _ in HEADLINE)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines + significant_changes(rows) + failure_reasons(rows)) + "\n"
 
 
@@ -183,8 +185,8 @@ def significant_changes(rows: Sequence[Row], most: int = 50) -> list[str]:
     lines = ["", "### Changes beyond the noise", ""]
     for r, v in found[:most]:
         recipe, workload, runner, conc = r.key
-        lines.append(f"- {'**worse**' if v.worse else 'better'}: `{recipe}` · {workload} · "
-                     f"{runner} · c={conc}: {LABELS[v.metric]} {v.text()}")
+        lines.append(f"- {'**worse**' if v.worse else 'better'}: {md_code(recipe)} · "
+                     f"{md_text(workload)} · {md_text(runner)} · c={conc}: {LABELS[v.metric]} {v.text()}")
     if len(found) > most:
         lines.append(f"- … and {len(found) - most} more")
     return lines

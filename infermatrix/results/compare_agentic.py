@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..markup import md_text
 from .agentic import CONFIG, AgenticRecord, capacity_rows
 from .compare import DEFAULT_NOISE, delta
 
@@ -85,6 +86,7 @@ def agentic_markdown(rows: Sequence[AgenticRow]) -> str:
              "|" + "---|" * (4 + len(FIGURES))]
     for r in rows:
         change = f"**{r.change}**" if r.change == "fewer" else r.change
-        cells = [change, r.config[0], r.config[CONFIG.index("workload")], r.tier, *(_cell(r, f) for f, _ in FIGURES)]
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        cells = [change, *map(md_text, (r.config[0], r.config[CONFIG.index("workload")], r.tier)),
+                 *(_cell(r, f) for f, _ in FIGURES)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

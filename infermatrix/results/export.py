@@ -11,9 +11,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UsageError
-from ..jsonio import loads_bounded, write_text_atomic
+from ..jsonio import loads_bounded, read_bounded, write_text_atomic
 from .records import Record
 
+MAX_JSONL_BYTES = 4 << 30  # a records file of years of nightly history is some hundred MB
 NESTED = ("pools", "latency", "ci95")  # the non-scalar fields: CSV flattens them
 
 
@@ -25,9 +26,9 @@ def read_records_jsonl(path: Path) -> list[Record]:
     """Records from a JSONL file; UsageError naming ``file:line`` for a bad line."""
     out = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_bounded(path, MAX_JSONL_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read records ({exc})") from None
+        raise UsageError(f"{path}: cannot read records ({getattr(exc, 'strerror', None) or exc})") from None
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

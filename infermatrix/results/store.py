@@ -29,6 +29,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel
 
 from ..errors import UsageError
+from ..jsonio import open_regular
 from .agentic import AgenticRecord
 from .failures import JobFailure
 from .records import Key, Record, order_runs
@@ -146,7 +147,7 @@ class EvalRow(Protocol):
 def is_store(path: Path) -> bool:
     """True when ``path`` is an SQLite file (an empty file is not)."""
     try:
-        with Path(path).open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO is no store (and never waited on)
             return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..catalog.loader import Catalog
@@ -18,6 +19,7 @@ from .coverage import warn_if_unknown
 from .engine_defaults import default_limits
 from .errors import SimConfigError
 from .names import precision_name, resolve
+from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -127,6 +129,9 @@ class SimConfig:
     kv_pool_bytes_per_token: float = 0.0
     # every engine step takes this many times as long (an experiment's knob, sim/variation.py)
     step_scale: float = 1.0
+    # the measured operator profile this hardware's GEMMs and attention are timed by (a file;
+    # profiles.py, opfit.py); "" : the efficiency tables' rows
+    operator_profile: str = ""
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -260,6 +265,8 @@ class SimConfig:
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
+        if self.operator_profile:  # GEMMs and attention timed by a measured profile
+            out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
             out["prefill"] = self.prefill.summary()
             out["kv_transfer_gbps"] = round(self.kv_transfer_bw / GB, 1)
@@ -384,6 +391,7 @@ class SimConfig:
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
+            operator_profile=_profile_file(catalog, hw),
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
@@ -474,6 +482,16 @@ def _lookup(catalog: Catalog | None, kind: str, value: Any) -> tuple[Any, str]:
         where = "matrix/hardware.yaml" if kind == "hardware" else "matrix/models.yaml"
         raise SimConfigError(f"unknown {kind} {value!r} (see {where}: {', '.join(table)})")
     return table[name], name
+
+
+def _profile_file(catalog: Catalog | None, hw: Hardware) -> str:
+    """The file of the operator profile a hardware entry names ("" for none)."""
+    if not hw.profile:
+        return ""
+    try:
+        return str(profile_path(hw.profile, catalog.root if catalog else None))
+    except ProfileError as exc:
+        raise SimConfigError(str(exc)) from None
 
 
 def _engine_pool(engine: str, mdl: Model, speculative: bool) -> tuple[float, int | None]:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .profiles import fit_file
 from .tables import EfficiencyTables, OperatorRow, default_tables, fabric_name
 
 if TYPE_CHECKING:
@@ -133,6 +134,11 @@ class StepModel:
         self.dense_s_tok = 2 * p_dense / tpa / gemm_flops
         self.dense_w = p_dense * b / tpa / gemm_bw
         self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
+        # a measured profile (profiles.py) times the GEMMs shape by shape instead
+        self.fit = fit_file(cfg.operator_profile) if cfg.operator_profile else None
+        self._gemm_memo: dict[float, tuple[float, float]] = {}
+        if self.fit is not None:
+            self._gemm_shapes(cfg, arch, mla, heads, head_dim, tpa, p_dense)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
         if self.experts:
@@ -186,6 +192,18 @@ class StepModel:
         att_kernels = 4 if self.sparse else 2 if mla else 1
         self.att_floor_d = att_d.floor_us * US * att_kernels
         self.att_floor_p = att_p.floor_us * US * att_kernels
+        # measured profile: a kernel's ramp and tail add to its time (no floor), plus the
+        # critical path of the longest sequence's keys (opfit.py). GQA/MHA only: the profile's
+        # MLA figures are torch stand-ins, not FlashMLA, so MLA stays on the tables
+        self.att_fixed_d = self.att_fixed_p = self.att_pos_d = self.att_pos_p = 0.0
+        if self.fit is not None and not mla:
+            fd, fp = self.fit.attention_decode, self.fit.attention_prefill
+            self.att_floor_d = self.att_floor_p = 0.0
+            self.att_fixed_d, self.att_fixed_p = fd.t0_s * att_kernels, fp.t0_s * att_kernels
+            self.att_pos_d, self.att_pos_p = fd.per_pos_s, fp.per_token_s
+            self.kv_main_s *= att_d.memory_eff / fd.mem_eff
+            self.kv_index_s *= att_d.memory_eff / fd.mem_eff
+            self.pre_s_pair *= att_p.compute_eff / fp.comp_eff
 
         # ---- element-wise kernels (norms, rotary, activation, residuals)
         self.elem_s_tok = 8 * h * ACT_BYTES / (bw * elem.memory_eff)
@@ -233,6 +251,42 @@ class StepModel:
         # steps that prefill launched layer by layer (SGLang before piecewise CUDA graphs)
         self.prefill_eager = eng.prefill_eager(cfg.engine_version)
 
+    def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
+                     head_dim: float, tpa: int, p_dense: float) -> None:
+        """The (N, K) weights a layer's GEMMs multiply on one GPU, for the profile's curves:
+        attention projections (GQA/MHA: QKV, O; MLA: its low-rank projections and O) and the
+        dense MLP (gate_up, down; its width from the dense parameters a layer holds)."""
+        h = cfg.hidden_size
+        if mla:
+            self.attn_gemms = [(arch.mla_q_lora / tpa, h),
+                               (heads * arch.mla_qk_head / tpa, arch.mla_q_lora),
+                               ((arch.mla_latent + arch.mla_rope) / tpa, h),
+                               (heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head) / tpa,
+                                arch.mla_latent),
+                               (h, heads * arch.mla_v_head / tpa)]
+        else:
+            kv = max(cfg.kv_heads / tpa, 1.0)
+            self.attn_gemms = [((heads / tpa + 2 * kv) * head_dim, h), (h, heads * head_dim / tpa)]
+        inter = p_dense / (3 * h) / tpa
+        self.dense_gemms = [(2 * inter, h), (h, inter)]
+        self.gemm_fit = self.fit.gemm_for(cfg.matmul_dtype)  # type: ignore[union-attr]
+
+    def _gemms(self, m: float) -> tuple[float, float]:
+        """(attention projections, dense MLP) of one layer at ``m`` tokens on one GPU."""
+        if self.fit is None:
+            a, d = self.attn_proj_s_tok * m, self.dense_s_tok * m
+            return (a if a > self.attn_proj_max else self.attn_proj_max,
+                    d if d > self.dense_max else self.dense_max)
+        got = self._gemm_memo.get(m)
+        if got is None:
+            cfg, g = self.cfg, self.gemm_fit
+            b, peak, bw = cfg.bytes_per_param, cfg.peak_flops, cfg.hbm_bw
+            got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
+                        for shapes in (self.attn_gemms, self.dense_gemms))
+            if len(self._gemm_memo) < 65536:
+                self._gemm_memo[m] = got  # type: ignore[assignment]
+        return got  # type: ignore[return-value]
+
     @staticmethod
     def _latency(fab, group: int) -> float:  # type: ignore[no-untyped-def]
         return (fab.latency_us + fab.per_hop_us * math.log2(max(group, 2))) * US
@@ -279,7 +333,8 @@ class StepModel:
         elif self.sliding:
             pairs = self.window_share * pairs + (1 - self.window_share) * min(pairs, tokens_r * self.window)
         compute = pairs * self.pre_s_pair + index
-        return max(compute, kv_r * self.kv_read_s_pre, self.att_floor_p)
+        return (max(compute, kv_r * self.kv_read_s_pre, self.att_floor_p) + self.att_fixed_p
+                + self.att_pos_p * kv_r / seqs_r)
 
     def _attention_decode(self, tokens_r: float, seqs_r: float, kv_r: Num, minimum: Pick,
                           maximum: Pick) -> Num:
@@ -294,7 +349,8 @@ class StepModel:
             attended = ctx
         memory = seqs_r * (attended * self.kv_main_s + ctx * self.kv_index_s)
         compute = tokens_r * (attended * self.dec_s_pos + ctx * self.index_s_pos)
-        return maximum(maximum(memory, compute), self.att_floor_d)
+        return (maximum(maximum(memory, compute), self.att_floor_d) + self.att_fixed_d
+                + self.att_pos_d * attended)
 
     # ------------------------------------------------------------------ one step
 
@@ -364,6 +420,21 @@ class StepModel:
             return True
         return seqs * self._busiest_rank(seqs) <= self.graph_max + 1e-9
 
+    def _kernels(self, w_r: float, work: float, attention: Num) -> Num:
+        """One layer's kernels on the busiest GPU: GEMMs, element-wise, attention, experts."""
+        a, d = self._gemms(w_r)
+        e = self.elem_s_tok * w_r
+        layer = a + d + (e if e > self.elem_floor else self.elem_floor) + attention
+        return layer + self._moe_layer(work) if self.experts else layer
+
+    def decode_kernels_s(self, seqs: int, context: int) -> float:
+        """A graphed decode step's GPU kernels alone (every layer, LM head folded into the
+        dense GEMMs, sampling), without collectives or host work: what a measured whole-step
+        figure of one GPU (opfit, the profile's ``decode_step``) bounds from above."""
+        att = self._attention_decode(seqs, seqs, context + seqs, min, max)
+        return (self.layers * self._kernels(seqs, seqs, att)  # type: ignore[operator]
+                + self.sample_fixed + self.sample_s_seq * seqs)
+
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
               draft_tokens: int, eager: bool, micro: int = 1) -> Num:
         """A step from its attention time (a number, or an array of them, one per step):
@@ -371,16 +442,8 @@ class StepModel:
         without graphs the host launches every layer's operators, at least as long as the GPU
         takes (launches and kernels overlap). With ``micro`` pipeline micro-batches the counts
         are one micro-batch's and the host schedules each of them."""
-        a = self.attn_proj_s_tok * w_r
-        d = self.dense_s_tok * w_r
-        e = self.elem_s_tok * w_r
-        layer = ((a if a > self.attn_proj_max else self.attn_proj_max)
-                 + (d if d > self.dense_max else self.dense_max)
-                 + (e if e > self.elem_floor else self.elem_floor)
-                 + attention
+        layer = (self._kernels(w_r, work, attention)
                  + (self.comm_fixed + self.comm_s_tok * w_r) * self.comm_visible)
-        if self.experts:
-            layer = layer + self._moe_layer(work)
         gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_r
                + self.sample_fixed + self.sample_s_seq * seqs)
         if draft_tokens:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -252,6 +252,30 @@ class EfficiencyTables(_Strict):
             if best is None or score > best[0]:
                 best = (score, row.rate)
         return best[1] if best else 0.7
+
+
+FITTED = re.compile(r"calibrat|fitted", re.IGNORECASE)
+
+
+def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]]:
+    """Every number the operator, fabric, engine and acceptance tables set, as (row, field,
+    value, fitted): fitted where the row's source says it was calibrated or fitted on
+    published end-to-end rows (the rest come from datasheets, microbenchmarks and papers).
+    docs/sim.md lists the fitted ones; tests/sim/test_sim_validate.py keeps the count."""
+    rows: list[tuple[str, Any]] = [
+        (f"operators: {r.op} {r.hardware} {r.dtype}" + (f" {r.engine}" if r.engine != "*" else "")
+         + (f" since {r.since}" if r.since else "")
+         + ("" if r.rocm_aiter is None else f" aiter={r.rocm_aiter}"), r) for r in tables.operators]
+    rows += [(f"fabrics: {k}", v) for k, v in tables.fabrics.items()]
+    rows += [(f"engines: {k}", v) for k, v in tables.engines.items()]
+    rows += [(f"acceptance: {a.method} {a.dataset}", a) for a in tables.acceptance]
+    out = []
+    for name, row in rows:
+        for field in sorted(row.model_fields_set):
+            value = getattr(row, field)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out.append((name, field, float(value), bool(FITTED.search(row.source))))
+    return out
 
 
 def _at_least(version: tuple[int, ...] | None, since: str | None) -> bool:

@@ -85,11 +85,12 @@ def run_shell(line: str, cwd, env: dict[str, str] | None = None) -> list[bytes]:
     return out.split(b"\0")[:-1]
 
 
-# (A ``${NAME}`` written in a recipe is a placeholder by definition, so only bound values carry
-# that case.)
+# (A ``${NAME}`` written in a recipe is a placeholder by definition, and a recipe's env value
+# with a newline is refused at load (tests/security/test_catalog_values.py), so only bound
+# values carry those cases.)
 INJECTION_CASES = [pytest.param(evil, direct, id=f"{'in-recipe' if direct else 'bound'}-{i}")
                    for i, evil in enumerate(EVIL) for direct in (True, False)
-                   if not (direct and "${" in evil)]
+                   if not (direct and ("${" in evil or "\n" in evil))]
 
 
 @pytest.mark.parametrize(("evil", "direct"), INJECTION_CASES)

@@ -2,10 +2,14 @@
 scontrol, ssh and nvidia-smi.
 
 Each appends one JSON line {"tool", "argv", "cwd"} to $FAKEBIN_LOG, then behaves just enough
-like the real tool for `infermatrix run` to work end to end on loopback: where a real tool would
-start an inference server (docker run, srun, ssh), the fake execs the simulated engine on the
-host and port found in the rendered command, so readiness, the canary and the sweep happen
-over real HTTP. "Nodes" are loopback addresses $FAKEBIN_NODE_PREFIX + 1, 2, … (the tests pick
+like the real tool for `infermatrix run` to work end to end on loopback. Where a real tool runs
+a command on a node, the fake hands it on as the real tool would, so a test sees what a node
+would run: ssh joins its remote words with spaces and runs them with `sh -c`; srun execs its
+command (after its options, or after `--`); docker run parses its options as docker does and
+runs the command under the real `env` with the `-e` variables; sbatch runs the script with bash.
+On the "node" the engine programs (vllm, trtllm-serve, python3 -m sglang..., routers; see
+fakebin/node/) are shims that exec the simulated engine on the host and port found in their
+argv, so readiness, the canary and the sweep happen over real HTTP. "Nodes" are loopback addresses $FAKEBIN_NODE_PREFIX + 1, 2, … (the tests pick
 a random 127.x.y. prefix, so fixed server ports never meet another program's).
 
 Environment: FAKEBIN_LOG (argv log), FAKEBIN_STATE (folder for container and job state),
@@ -60,6 +64,29 @@ def config_port(argv: list[str]) -> tuple[str | None, str | None]:
     data = yaml.safe_load(Path(path).read_text()) or {}
     return (str(data["hostname"]) if data.get("hostname") else None,
             str(data["port"]) if data.get("port") else None)
+
+
+NODE_BIN = Path(__file__).resolve().parent / "node"
+# python -m MODULE commands that are servers (the rest run the real interpreter)
+SERVER_MODULES = {"sglang.launch_server", "sglang_router.launch_router"}
+
+
+def node_env(host: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command run on ``host``: the engine shims first on PATH."""
+    return {**os.environ, **(extra or {}), "FAKEBIN_NODE": host,
+            "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def node_program(argv: list[str]) -> None:
+    """An engine program on a node (a shim in fakebin/node): become the server it describes."""
+    name = argv[0]
+    if name == "trtllm-llmapi-launch":  # the MPI wrapper runs its command
+        os.execvp(argv[1], argv[1:])
+    if name in ("python", "python3") and not (argv[1:2] == ["-m"] and argv[2:3]
+                                              and argv[2] in SERVER_MODULES):
+        py = os.environ["FAKEBIN_PYTHON"]
+        os.execv(py, [py, *argv[1:]])
+    exec_server(argv, os.environ.get("FAKEBIN_NODE", "127.0.0.1"))
 
 
 def exec_server(argv: list[str], node: str) -> None:
@@ -124,23 +151,30 @@ def docker(argv: list[str]) -> None:
     cmd, rest = argv[0], argv[1:]
     containers = STATE / "containers"
     containers.mkdir(parents=True, exist_ok=True)
-    if cmd == "run":
-        i, name = 0, None
+    if cmd == "run":  # options until the image (or '--'), as docker's flag parser reads them
+        i, name, env = 0, None, []
         while i < len(rest) and rest[i].startswith("-"):
             opt = rest[i]
+            if opt == "--":
+                i += 1
+                break
             if opt in DOCKER_VALUE_OPTS:
                 if opt == "--name":
                     name = rest[i + 1]
+                if opt in ("-e", "--env"):
+                    value = rest[i + 1]
+                    if "=" in value or value in os.environ:  # -e NAME passes this one through
+                        env.append(value if "=" in value else f"{value}={os.environ[value]}")
                 i += 2
             else:
                 i += 1
-        server = rest[i + 1:]  # rest[i] is the image
+        command = rest[i + 1:]  # rest[i] is the image
         if name:
             (containers / name).write_text(str(os.getpid()))
         workdir = flag(rest[:i], "-w")
         if workdir:
             os.chdir(workdir)
-        exec_server(server, "127.0.0.1")
+        os.execvpe("env", ["env", "--", *env, *command], node_env("127.0.0.1"))
     elif cmd == "rm":
         for name in [a for a in rest if not a.startswith("-")]:
             path = containers / name
@@ -188,17 +222,16 @@ def salloc(argv: list[str]) -> None:
 
 
 def srun(argv: list[str]) -> None:
+    """Options until the command (or '--'), then the command runs on the (first) node."""
     i = 0
-    while i < len(argv) and argv[i].startswith("-"):
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
         i += 2 if argv[i] in SRUN_VALUE_OPTS else 1
-    opts, command = argv[:i], argv[i:]
+    opts, command = argv[:i], argv[i + 1:] if argv[i:i + 1] == ["--"] else argv[i:]
     host = (flag(opts, "--nodelist") or flag(opts, "-w") or node(0)).split(",")[0]
     workdir = flag(opts, "--container-workdir") or flag(opts, "--chdir")
     if workdir:
         os.chdir(workdir)
-    if command and command[0] in ("nvidia-smi", "amd-smi"):
-        os.execvp(command[0], command)
-    exec_server(command, host)
+    os.execvpe(command[0], command, node_env(host))
 
 
 def sbatch(argv: list[str]) -> None:
@@ -266,20 +299,12 @@ def ssh(argv: list[str]) -> None:
     if argv[i:i + 1] == ["--"]:  # ssh OPTIONS -- HOST COMMAND
         i += 1
     host = argv[i]
-    rest = argv[i + 1:]
-    remote = " ".join(rest)
-    words = shlex.split(remote)
-    if "exec" in words:  # a server launch: keep the set-up, swap the server for the sim
-        k = remote.rindex("exec ")
-        server = words[words.index("exec") + 1:]
-        if server[:1] == ["env"]:
-            server = server[1:]
-            while server and "=" in server[0]:
-                server = server[1:]
-        setup = remote[:k] + "exec " + shlex.join([os.environ.get("FAKEBIN_PYTHON", sys.executable),
-                                                   __file__, "_server", host, *server])
-        os.execvp("bash", ["bash", "-c", setup])
-    os.execvp("bash", ["bash", "-c", remote])
+    remote = " ".join(argv[i + 1:])  # as ssh does: the words joined, run by the remote shell
+    try:
+        os.setsid()  # sshd starts each command in a session of its own
+    except OSError:
+        pass  # already a session leader
+    os.execve("/bin/sh", ["sh", "-c", remote], node_env(host))
 
 
 def nvidia_smi(argv: list[str]) -> None:
@@ -299,8 +324,8 @@ TOOLS = {"docker": docker, "salloc": salloc, "srun": srun, "sbatch": sbatch, "sq
 
 if __name__ == "__main__":
     tool, args = sys.argv[1], sys.argv[2:]
-    if tool == "_server":  # ssh's remote side: become the server
-        exec_server(args[1:], args[0])
+    if tool == "_node":  # an engine program on a node
+        node_program(args)
     else:
         record(tool, args)
         TOOLS[tool](args)

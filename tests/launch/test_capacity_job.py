@@ -100,7 +100,7 @@ def test_slurm_disaggregated_capacity_job(fake_cluster: FakeCluster, monkeypatch
 
     def srun(name: str, *argv: str) -> list[str]:
         return ["--jobid=1000", f"--chdir={work}/{name}", "--nodes=1", "--ntasks=1",
-                f"--nodelist={node}", "--overlap", *argv]
+                f"--nodelist={node}", "--overlap", "--", *argv]
 
     servers = {c[1].rsplit("/", 1)[1]: c for c in fake_cluster.calls("srun") if "nvidia-smi" not in c}
     assert servers == {
@@ -124,7 +124,7 @@ def EXPECTED_RUN(name: str, job_id: str, port: str) -> list[str]:  # noqa: N802
     return [
         "run", "--name", name, "--gpus", "all", "--shm-size", "32g", "--network", "host",
         *cache, *cache, "--rm", "--label", "infermatrix.run=cap1", "--label",
-        f"infermatrix.job={job_id}", "lmsysorg/sglang:deepseek-v4-hopper",
+        f"infermatrix.job={job_id}", "--", "lmsysorg/sglang:deepseek-v4-hopper",
         "python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V4-Pro",
         "--tp", "8", "--context-length", "393216", "--mem-fraction-static", "0.88",
         "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
@@ -156,7 +156,7 @@ def test_sbatch_multi_node_capacity_job(fake_cluster: FakeCluster, monkeypatch, 
     # the orchestrator on the first node; each worker on its own node(s), as published
     assert servers["router"] == [
         f"--chdir={work}/router", "--nodes=1", "--ntasks=1", f"--nodelist={node(0)}", "--overlap",
-        "trtllm-serve", "disaggregated", "-c", "server_config.yaml", "-t", "7200", "-r", "7200"]
+        "--", "trtllm-serve", "disaggregated", "-c", "server_config.yaml", "-t", "7200", "-r", "7200"]
     for i in range(6):
         assert servers[f"prefill-{i}"][:5] == [f"--chdir={work}/prefill-{i}", "--nodes=1",
                                                "--ntasks=1", f"--nodelist={node(i)}", "--overlap"]

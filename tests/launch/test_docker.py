@@ -30,7 +30,7 @@ def test_docker_run_command_sweep_energy_and_teardown(fake_cluster: FakeCluster,
         "-v", "/data/hf-cache:/root/.cache/huggingface",
         "--rm", "--label", "infermatrix.run=t1", "--label", f"infermatrix.job={job_id}",
         "-e", "HF_TOKEN",  # passed by name: the secret never reaches a command line
-        "kedarpotdar147/vllm0.1:latest",
+        "--", "kedarpotdar147/vllm0.1:latest",  # "--": the image is never read as an option
         "vllm", "serve", "nvidia/Llama-3.1-70B-Instruct-FP8", "--host", "0.0.0.0", "--port", port,
         "--trust-remote-code", "--quantization", "modelopt", "--gpu-memory-utilization", "0.9",
         "--pipeline-parallel-size", "1", "--tensor-parallel-size", "8", "--max-num-seqs", "4",

@@ -86,9 +86,13 @@ def test_kill_9_mid_sweep_then_resume(catalog_copy: Path, tmp_path: Path) -> Non
     finished = {p: p.read_bytes() for p in sorted(run_dir.glob("jobs/*/conc-*.json"))}
     assert first in finished
 
-    # what a kill -9 leaves: the server still running (its own session), the job "running",
-    # every planned job in run.json; collect says the job was cut short and the rest never ran
-    assert _sim_servers(catalog_copy), "expected the killed sweep's server to be orphaned"
+    # what a kill -9 leaves: the job "running", every planned job in run.json; collect says the
+    # job was cut short and the rest never ran. The server (its own session) does not outlive
+    # the runner: it watches it and ends itself (tests/security/test_sim_watchdog.py)
+    deadline = time.monotonic() + 120
+    while _sim_servers(catalog_copy) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _sim_servers(catalog_copy) == [], "the killed sweep's server outlived it"
     assert _json(job_dir / "manifest.json")["state"] == "running"
     planned = _json(run_dir / "run.json")["jobs"]
     assert len(planned) == 4 and [j["state"] for j in planned] == ["running"] + ["pending"] * 3
@@ -104,7 +108,6 @@ def test_kill_9_mid_sweep_then_resume(catalog_copy: Path, tmp_path: Path) -> Non
     resumed = subprocess.run(_sweep(catalog_copy, out, "--resume", "r1"), capture_output=True,
                              text=True, timeout=SWEEP_TIMEOUT_S, check=False, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "left by an interrupted run" in resumed.stderr  # the orphan was stopped first
 
     # finished levels are byte-identical; the interrupted job measured only what it lacked
     for path, data in finished.items():

@@ -35,7 +35,7 @@ def test_one_node_salloc_srun_pyxis(fake_cluster: FakeCluster, monkeypatch) -> N
         "--jobid=1000", "--nodes=1", "--ntasks=1", f"--nodelist={fake_cluster.node(0)}", "--overlap",
         "--container-image=lmsysorg/sglang:v0.4.10.post1-cu128-b200",
         f"--container-name={scope}-both-0", "--no-container-mount-home",
-        "--container-mounts=/lustre/models:/models",
+        "--container-mounts=/lustre/models:/models", "--",
         "python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-R1-0528",
         "--host", "0.0.0.0", "--port", "8000", "--trust-remote-code",
         "--tensor-parallel-size=8", "--data-parallel-size=1", "--cuda-graph-max-bs", "256",
@@ -79,18 +79,18 @@ def test_multi_node_disaggregated_sbatch(fake_cluster: FakeCluster, monkeypatch)
     for i in range(6):
         assert servers[f"prefill-{i}"] == [
             f"--chdir={work}/prefill-{i}", "--nodes=1", "--ntasks=1", f"--nodelist={node(i)}",
-            "--overlap", "trtllm-serve", model, "--host", node(i), "--port", "8001",
+            "--overlap", "--", "trtllm-serve", model, "--host", node(i), "--port", "8001",
             "--config", "ctx_config.yaml", *tail]
     # decode: one MPI job of 8 ranks over nodes 7 and 8
     assert servers["decode-0"] == [
         "--nodes", "2", "--ntasks", "8", "--ntasks-per-node", "4", "--nodelist",
         f"{node(6)},{node(7)}", "--mpi", "pmix", f"--chdir={work}/decode-0", "--overlap",
-        "trtllm-llmapi-launch", "trtllm-serve", model, "--host", node(6), "--port", "8001",
+        "--", "trtllm-llmapi-launch", "trtllm-serve", model, "--host", node(6), "--port", "8001",
         "--config", "gen_config.yaml", *tail]
     # the orchestrator on the first node, its config naming every worker by its real node
     assert servers["router"] == [
         f"--chdir={work}/router", "--nodes=1", "--ntasks=1", f"--nodelist={node(0)}", "--overlap",
-        "trtllm-serve", "disaggregated", "-c", "server_config.yaml", "-t", "7200", "-r", "7200"]
+        "--", "trtllm-serve", "disaggregated", "-c", "server_config.yaml", "-t", "7200", "-r", "7200"]
     config = yaml.safe_load((work / "router" / "server_config.yaml").read_text())
     assert config["hostname"] == node(0) and config["port"] == 8000
     assert config["context_servers"]["urls"] == [f"{node(i)}:8001" for i in range(6)]

@@ -45,7 +45,7 @@ def test_ascend_over_ssh(fake_cluster: FakeCluster, monkeypatch, tmp_path) -> No
     bound = {"MODEL": cat.models["deepseek-v3.2"].hf_id, "PORT": "8000", "NETWORK_INTERFACE": "lo",
              **{f"NODE_{i}": h for i, h in enumerate(hosts)}}
     rendered = render(cat, RECIPE, placeholders=bound)
-    assert words[12:] == ["exec", "env", "NETWORK_INTERFACE=lo", *rendered.router.argv]
+    assert words[12:] == ["exec", "env", "--", "NETWORK_INTERFACE=lo", *rendered.router.argv]
     assert rendered.router.argv[:4] == ("python", "-m", "sglang_router.launch_router",
                                         "--pd-disaggregation")
     for proc in rendered.processes:

@@ -277,7 +277,9 @@ def test_pipeline_parallelism_keeps_a_micro_batch_in_every_stage() -> None:
     assert pp2.decode_time(1, 600) > one.decode_time(1, 600)  # the hand-off
     trip = one.decode_time(128, 128 * 600)
     assert pp2.decode_time(256, 256 * 600) == pytest.approx(trip, rel=0.05)
-    assert pp2.decode_time(256, 256 * 600) < 0.75 * one.decode_time(256, 256 * 600)
+    # (0.8: a decode step of 128 or 256 rows streams the same weights; the measured H100
+    # GEMMs take barely longer at 256, e.g. the 70B shard's fp8 gate_up 24.4 vs 27.3 us)
+    assert pp2.decode_time(256, 256 * 600) < 0.8 * one.decode_time(256, 256 * 600)
     assert pp2.decode_time(256, 256 * 600) < 1.25 * tp2.decode_time(256, 256 * 600)
     # one sequence's prompt passes the stages in turn: no overlap
     assert pp2.prefill_time(2048) == pytest.approx(one.prefill_time(2048), rel=0.02)

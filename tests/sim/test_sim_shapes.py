@@ -37,7 +37,10 @@ def test_decode_is_memory_bound_h200_over_h100_tracks_hbm_bandwidth() -> None:
         run = simulate(config(hw, tp=2), _fixed(16, 128, 512), concurrency=16)
         speeds[hw] = 1.0 / run.median("tpot")
     ratio = speeds["H200"] / speeds["H100"]
-    assert abs(ratio / hbm - 1) < 0.10, (ratio, hbm)
+    # the weights and KV stream 1.43x faster; what does not scale with HBM (each graphed
+    # kernel's ~3-9 us ramp and tail, measured on the H100: data/profiles/; the all-reduces;
+    # vLLM's host work) keeps the step from gaining all of it
+    assert 1 + 0.5 * (hbm - 1) < ratio < hbm, (ratio, hbm)
 
 
 def test_more_tensor_parallelism_lowers_tpot_of_a_large_dense_model() -> None:
@@ -47,10 +50,13 @@ def test_more_tensor_parallelism_lowers_tpot_of_a_large_dense_model() -> None:
 
 
 def test_prefill_is_compute_bound_and_scales_with_flops() -> None:
-    # B200 has 2.27× H200's fp8 FLOP/s but only 1.67× its bandwidth: long prefills follow FLOPs
-    times = {hw: PerfModel(config(hw, tp=8)).prefill_time(8192) for hw in ("H200", "B200")}
-    flops = catalog().hardware["B200"].tflops["fp8"] / catalog().hardware["H200"].tflops["fp8"]
-    assert abs(times["H200"] / times["B200"] / flops - 1) < 0.15
+    # H200 has 6.7× H20's fp8 FLOP/s but only 1.2× its bandwidth, and both run the measured
+    # Hopper operators (data/profiles/): a long prefill on one GPU (no all-reduces, which do
+    # not scale with either) follows FLOPs
+    times = {hw: PerfModel(config(hw, model="llama-3.1-8b-instruct")).prefill_time(8192)
+             for hw in ("H200", "H20")}
+    flops = catalog().hardware["H200"].tflops["fp8"] / catalog().hardware["H20"].tflops["fp8"]
+    assert abs(times["H20"] / times["H200"] / flops - 1) < 0.15
 
 
 def test_kv_capacity_follows_memory_minus_weights() -> None:

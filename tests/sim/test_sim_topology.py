@@ -28,6 +28,7 @@ topology:
       args: {max-running-requests: 128}
 router: {name: sglang-router, policy: cache_aware}
 kv_transfer: {backend: nixl}
+tags: [test]  # test-only: no sweep plans it (no H200 fleet has the 3 nodes it needs)
 source: {document: test, submitted_by: test}
 """
 

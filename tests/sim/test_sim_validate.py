@@ -17,8 +17,18 @@ from pydantic import ValidationError
 from sim_helpers import catalog
 
 from infermatrix.catalog.yamlsrc import CatalogError
-from infermatrix.sim.tables import EFFICIENCY_FILE, load_tables
-from infermatrix.sim.validate import PublishedRow, load_published, run_rows, sim_config, summarise
+from infermatrix.sim.tables import EFFICIENCY_FILE, default_tables, load_tables, table_numbers
+from infermatrix.sim.validate import (
+    Outcome,
+    PublishedRow,
+    load_published,
+    out_of_source,
+    run_rows,
+    setup_key,
+    sim_config,
+    source_key,
+    summarise,
+)
 from infermatrix.sim.virtual import SimRequest, simulate
 
 # Bounds on the report rows of the first table (its sources below): the acceptance bounds of
@@ -35,6 +45,13 @@ FIRST_TABLE_SOURCES = ("nvidia.github.io", "www.besthub.dev", "www.hiascend.com"
 # TensorRT-LLM overview rows).
 ALL_MAX_MEDIAN_ERROR = 0.25
 ALL_MIN_WITHIN_2X = 0.85
+# The out-of-source rows (no calibrate row shares their page or setup: the headline, docs/sim.md
+# "Out of source") are held to a little under what they read with the measured Hopper
+# operators (52 rows: 31% median, 87% within 2x on 2026-11-27; 27% / 90% with the tables'
+# end-to-end-fitted Hopper shares, which folded other mechanisms into them). The issue's
+# target is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
+OOS_MAX_MEDIAN_ERROR = 0.33
+OOS_MIN_WITHIN_2X = 0.85
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
@@ -129,8 +146,12 @@ def test_report_rows_stay_within_the_accuracy_bounds() -> None:
     table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in outcomes)
     first = [o for o in outcomes if urlparse(o.row.source).hostname in FIRST_TABLE_SOURCES]
     assert 20 <= len(first) < len(outcomes), table
+    oos_ids = {r.id for r in out_of_source(load_published())}
+    oos = [o for o in outcomes if o.row.id in oos_ids]
+    assert len(oos) == len(oos_ids), table
     for part, max_median, min_2x in ((first, MAX_MEDIAN_ERROR, MIN_WITHIN_2X),
-                                     (outcomes, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X)):
+                                     (outcomes, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X),
+                                     (oos, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X)):
         summary = summarise(part)
         assert summary.simulated == len(part), table
         assert summary.median_error <= max_median, (summary, table)
@@ -377,3 +398,56 @@ def test_a_sharegpt_row_draws_varied_lengths_and_waits_for_its_longest_reply(tmp
     with pytest.raises(CatalogError) as exc:
         load_published(both)
     assert [p.field for p in exc.value.problems] == ["[0].lengths"], exc.value.problems
+
+
+# ---------------------------------------------------------------- validation that cannot leak
+def test_out_of_source_rows_share_no_source_and_no_setup_with_calibration() -> None:
+    """The headline rows: no calibrate row comes from their page or measured their setup
+    (the MLPerf Llama 2 70B MI300X rows of AMD and Dell are one setup: one calibrates, so the
+    other is not out of source)."""
+    rows = load_published()
+    oos = out_of_source(rows)
+    cal = [r for r in rows if r.split == "calibrate"]
+    assert len(oos) >= 40
+    assert not {source_key(r) for r in oos} & {source_key(r) for r in cal}
+    assert not {setup_key(r) for r in oos} & {setup_key(r) for r in cal}
+    report = [r for r in rows if r.split == "report"]
+    assert 0 < len(oos) < len(report)  # report rows of calibrated pages are not the headline
+    # a --split report run still judges against the whole table's calibrate rows
+    assert out_of_source(report, rows) == oos
+
+
+def test_a_bound_row_is_met_on_its_side_and_missed_by_its_distance() -> None:
+    row = PublishedRow.model_validate(dict(ROW, id="b", parallel="TP8", metric="tpot_ms",
+                                           value=100.0, bound="at_most"))
+    assert Outcome(row, 40.0).error == 0.0 and Outcome(row, 40.0).ratio == 1.0
+    assert Outcome(row, 150.0).error == pytest.approx(0.5)
+    floor = row.model_copy(update={"bound": "at_least", "metric": "output_tps"})
+    assert Outcome(floor, 120.0).error == 0.0
+    assert Outcome(floor, 50.0).ratio == pytest.approx(2.0)
+
+
+def test_the_ascend_16x16_row_is_the_two_bounds_its_source_supports() -> None:
+    """The seed's 107 ms at 16 x 16 is not a consistent point; SGLang's test of the same
+    configuration asserts mean TPOT <= 107 x 1.02 and output >= 140.48 x 0.98."""
+    rows = {r.id: r for r in load_published() if r.id.startswith("ascend-dsv32-1p1d-128k")}
+    assert "ascend-dsv32-1p1d-128k-conc16" not in rows
+    tpot, out = rows["ascend-dsv32-1p1d-128k-16x16-tpot-bound"], rows[
+        "ascend-dsv32-1p1d-128k-16x16-output-bound"]
+    assert (tpot.bound, tpot.value, tpot.statistic) == ("at_most", 109.14, "mean")
+    assert (out.bound, out.value, out.metric) == ("at_least", 137.67, "output_tps")
+    outcomes = run_rows(catalog(), list(rows.values()))
+    by = {o.row.id: o for o in outcomes}
+    assert by[tpot.id].error == 0.0 and by[out.id].error == 0.0, outcomes
+    assert abs(by["ascend-dsv32-1p1d-128k-conc8"].error) <= 0.30  # the c8 point, within 30%
+
+
+def test_the_fitted_table_numbers_are_counted_in_the_docs() -> None:
+    """docs/sim.md states how many table numbers are fitted on published rows, and lists
+    each fitted row; the count follows the tables."""
+    numbers = table_numbers(default_tables())
+    fitted = [n for n in numbers if n[3]]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sim.md").read_text()
+    assert f"**{len(fitted)} of the {len(numbers)} numbers**" in doc
+    for name in {n[0] for n in fitted}:
+        assert f"| {name} |" in doc, name

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ...catalog.loader import Catalog
+from ...catalog.safety import UnsafeValue, safe_mount
 from ...catalog.schema import Fleet
 from ...engines import Deployment as Rendered
 from ...engines import Process
@@ -167,6 +168,18 @@ def replace_prefix(argv: Sequence[str], commands: Mapping[str, list[str]],
         if list(argv[: len(words)]) == words:
             return [resolve(t) for t in commands[prefix]] + list(argv[len(words):])
     return list(argv)
+
+
+def checked_mounts(ctx: LaunchContext, mounts: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Mounts with their placeholders bound, each path checked again: a bound value (a recipe
+    param, a fleet env) with ',' or ':' would add a mount of its own (/data,/:/hostroot)."""
+    try:
+        for host, ctr in mounts:
+            safe_mount(host, "mount host path")
+            safe_mount(ctr, "mount container path")
+    except UnsafeValue as exc:
+        raise LaunchError(f"{ctx.job.recipe} on fleet {ctx.fleet_label}: {exc}") from None
+    return tuple(mounts)
 
 
 def with_env(proc: Process, env: Mapping[str, object]) -> Process:

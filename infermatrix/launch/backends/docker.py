@@ -18,6 +18,7 @@ from .base import (
     Launched,
     LaunchError,
     canary_of,
+    checked_mounts,
     endpoints,
     monitor_prefix,
     one_node,
@@ -44,17 +45,19 @@ def run_argv(ctx: LaunchContext, proc: Process) -> list[str]:
         raise LaunchError(f"{ctx.job.recipe}: the recipe names no container image "
                           "(engine.image); use --backend local or slurm")
     image = ctx.fleet.container_image.get(spec.image, spec.image)
-    mounts = (*spec.mounts, *ctx.fleet.mounts.items())
+    workdir = ctx.job_dir / "work" / proc.name
+    own = [(str(workdir), str(workdir))] if proc.files else []
+    mounts = checked_mounts(ctx, [*spec.mounts, *ctx.fleet.mounts.items(), *own])
     proc = replace(with_env(proc, ctx.fleet.env), container=replace(spec, image=image, mounts=mounts))
     extra = ["--rm", "--label", f"infermatrix.run={ctx.run_id}",
              "--label", f"infermatrix.job={ctx.job.id}"]
     if proc.files:
-        workdir = ctx.job_dir / "work" / proc.name
-        extra += ["-v", f"{workdir}:{workdir}", "-w", str(workdir)]
+        extra += ["-w", str(workdir)]
     for name in PASS_THROUGH_ENV:
         if name in os.environ:
             extra += ["-e", name]
-    return docker_argv(proc, name=container_name(ctx, proc), detach=False, extra=extra)
+    # "--" last: the image (checked at load) can never be read as an option (--privileged)
+    return docker_argv(proc, name=container_name(ctx, proc), detach=False, extra=[*extra, "--"])
 
 
 def remove(names: list[str]) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...catalog.safety import CONTROL
-from ...engines import Process, join, quote, render
+from ...engines import Process, env_argv, join, quote, render
 from ...engines.deployment import Canary
 from .base import (
     LaunchContext,
@@ -77,9 +77,7 @@ def launch_script(ctx: LaunchContext, procs: Sequence[Process]) -> str:
              f'  echo "$name $rc" >> {quote(str(d / "exited"))}',
              "}"]
     for proc in procs:  # workers first, the router last (on the first node)
-        env = [f"{k}={v}" for k, v in proc.env.items()]
-        lines.append(join(["run", proc.name, *(["env", *env] if env else []),
-                           *step_argv(ctx, proc)]) + " &")
+        lines.append(join(["run", proc.name, *env_argv(proc.env), *step_argv(ctx, proc)]) + " &")
     lines += ["wait -n || true  # the first process to exit ends the job", "exit 1", ""]
     return "\n".join(lines)
 

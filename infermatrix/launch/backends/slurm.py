@@ -20,6 +20,7 @@ from .base import (
     LaunchError,
     canary_of,
     check_bound,
+    checked_mounts,
     endpoints,
     monitor_prefix,
     node_placeholders,
@@ -55,10 +56,9 @@ def container_options(ctx: LaunchContext, proc: Process) -> list[str]:
     if spec is None:
         return []
     image = ctx.fleet.container_image.get(spec.image, spec.image)
-    mounts = {**dict(spec.mounts), **ctx.fleet.mounts}
     workdir = ctx.job_dir / "work" / proc.name
-    if proc.files:
-        mounts[str(workdir)] = str(workdir)
+    own = [(str(workdir), str(workdir))] if proc.files else []
+    mounts = dict(checked_mounts(ctx, [*spec.mounts, *ctx.fleet.mounts.items(), *own]))
     opts = [f"--container-image={image}", f"--container-name={ctx.scope}-{proc.name}",
             "--no-container-mount-home"]
     if mounts:
@@ -76,7 +76,7 @@ def step_argv(ctx: LaunchContext, proc: Process, jobid: str | None = None) -> li
     if proc.mpi is not None:
         return srun_argv(proc, extra=[*own, "--overlap", *container_options(ctx, proc)])
     return ["srun", *own, "--nodes=1", "--ntasks=1", f"--nodelist={proc.host}", "--overlap",
-            *container_options(ctx, proc), *proc.argv]
+            *container_options(ctx, proc), "--", *proc.argv]
 
 
 def monitor_step(jobid: str, node: str) -> list[str]:

@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 
 from ...catalog.safety import UnsafeValue, safe_host
-from ...engines import Process, render
+from ...engines import Process, env_argv, render
 from .base import (
     LaunchContext,
     Launched,
@@ -62,8 +62,7 @@ def remote_command(ctx: LaunchContext, proc: Process) -> str:
     for name, text in proc.files.items():
         parts.append(f"printf '%s' {q(text)} > {q(name)}")
     parts.append(f"echo $$ > {q(pid_file(ctx, proc))}")
-    env = [f"{k}={v}" for k, v in proc.env.items()]
-    parts.append("exec " + shlex.join([*(["env", *env] if env else []), *proc.argv]))
+    parts.append("exec " + shlex.join([*env_argv(proc.env), *proc.argv]))
     return " && ".join(parts)
 
 
@@ -71,7 +70,8 @@ def signal_command(pid_files: list[str], sig: str) -> str:
     """Signal each of our process groups; print 'alive' for each that was still there."""
     files = " ".join(shlex.quote(f) for f in pid_files)
     cleanup = ' rm -f "$f";' if sig == "KILL" else ""
-    return (f'for f in {files}; do if [ -f "$f" ] && kill -{sig} -- "-$(cat "$f")" 2>/dev/null; '
+    # `kill -SIG -PGID`, no `--`: dash (Debian's /bin/sh) reads `--` as a bad process id
+    return (f'for f in {files}; do if [ -f "$f" ] && kill -{sig} "-$(cat "$f")" 2>/dev/null; '
             f"then echo alive; fi;{cleanup} done; true")
 
 

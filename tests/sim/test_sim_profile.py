@@ -1,0 +1,162 @@
+"""`infermatrix sim profile`: the operator table measured with PyTorch (--tiny: a tiny model on
+the CPU, the same code as on a GPU), written as a profile the simulator loads for the hardware
+that names it.
+
+torch is an optional extra (`pip install '.[profile]'`), not a test dependency: the full CUDA
+wheel is gigabytes. The measuring runs under any interpreter that has torch (`--python`), so
+this test uses this one when it has torch, else vLLM's CPU venv (.venv-vllm, which `make test`
+sets up through `make real-engines` and which carries a CPU torch). Without either it skips on
+a developer machine and fails under CI, as the real-vLLM tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infermatrix.catalog.loader import load_catalog
+from infermatrix.sim import SimRequest, simulate
+from infermatrix.sim.config import SimConfig
+from infermatrix.sim.perf import PerfModel
+from infermatrix.sim.profiles import FORMAT, load_profile
+
+REPO = Path(__file__).resolve().parents[2]
+SECTIONS = {"ref", "gemm", "attn_decode", "attn_prefill", "elementwise", "sampling",
+            "decode_step", "collective"}
+
+
+def torch_python() -> str:
+    for python in (sys.executable, str(REPO / ".venv-vllm" / "bin" / "python")):
+        if Path(python).exists() and subprocess.run(
+                [python, "-c", "import torch"], capture_output=True, timeout=300,
+                check=False).returncode == 0:
+            return python
+    message = "no interpreter with torch (pip install '.[profile]' or make real-engines)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def sim(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "infermatrix.sim", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+@pytest.mark.slow  # tens of seconds of CPU measuring on a loaded machine
+@pytest.mark.timeout(900)
+def test_tiny_profile_is_measured_written_and_loaded_by_the_simulator(tmp_path: Path) -> None:
+    out = tmp_path / "profiles" / "cpu-tiny.json"
+    proc = sim("profile", "--tiny", "-o", str(out), "--python", torch_python())
+    assert proc.returncode == 0, proc.stderr
+    assert "profile:" in proc.stdout and "gemm bf16" in proc.stdout, proc.stdout
+    doc = load_profile(out)
+    assert doc["format"] == FORMAT and doc["hardware"] == "CPU" and doc["tiny"] is True
+    sections = {r["section"] for r in doc["results"]}
+    assert sections == SECTIONS, sections  # every operator family, collectives over 2 ranks
+    assert not doc["errors"], doc["errors"]
+    gemm = [r for r in doc["results"] if r["section"] == "gemm"]
+    assert {r["name"] for r in gemm} == {"qkv", "o", "gate_up", "down", "lm_head"}
+    assert all(r["median_ms"] > 0 for r in doc["results"])
+
+    # a catalog whose CPU entry names the profile: the simulator times its GEMMs by it
+    root = tmp_path / "catalog"
+    shutil.copytree(REPO / "matrix", root / "matrix")
+    shutil.copytree(REPO / "benchmarks", root / "benchmarks")
+    shutil.copytree(REPO / "runners", root / "runners")
+    hw_file = root / "matrix" / "hardware.yaml"
+    hardware = yaml.safe_load(hw_file.read_text())
+    hardware["CPU"]["profile"] = "../profiles/cpu-tiny.json"  # relative to the catalog root
+    hw_file.write_text(yaml.safe_dump(hardware, sort_keys=False))
+    cat = load_catalog(root)
+    cfg = SimConfig.from_parts(cat, "CPU", "tiny-llama", "bf16", engine="vllm")
+    assert Path(cfg.operator_profile).resolve() == out.resolve()
+    run = simulate(cfg, [SimRequest(64, 8) for _ in range(2)], concurrency=2)
+    assert all(r.error is None and r.completion_tokens == 8 for r in run.results)
+    # the profile, not the tables, times the step: the measured CPU GEMMs are far slower than
+    # the tables' share of the CPU entry's nominal peak
+    step = PerfModel(cfg).decode_time(4, 4 * 128)
+    assert step != PerfModel(replace(cfg, operator_profile="")).decode_time(4, 4 * 128)
+
+
+def test_profile_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    for args, word in ((["--budget-s", "nan"], "--budget-s"), (["--budget-s", "400"], "--budget-s"),
+                       (["--python", str(tmp_path / "nope")], "--python")):
+        proc = sim("profile", "--tiny", "-o", str(tmp_path / "p.json"), *args, timeout=120)
+        assert proc.returncode == 2 and word in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_the_full_table_without_a_gpu_says_so(tmp_path: Path) -> None:
+    """Without a CUDA GPU the full table is refused at once (not hours of CPU matmuls)."""
+    python = torch_python()
+    probe = subprocess.run([python, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=300, check=False)
+    if probe.stdout.strip() != "False":
+        pytest.skip("a GPU is visible here")
+    proc = sim("profile", "-o", str(tmp_path / "p.json"), "--python", python, timeout=300)
+    assert proc.returncode == 2 and "--tiny" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "p.json").exists()
+
+
+def test_a_python_without_torch_is_named_with_the_extra(tmp_path: Path) -> None:
+    """An interpreter without torch: one line saying how to get it, no traceback."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    proc = sim("profile", "--tiny", "-o", str(tmp_path / "p.json"),
+               "--python", str(venv / "bin" / "python"), timeout=120)
+    assert proc.returncode == 2 and "infermatrix[profile]" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_opcheck_reads_profiles_and_refuses_what_is_not_one(tmp_path: Path) -> None:
+    builtin = REPO / "infermatrix" / "sim" / "data" / "profiles" / "h100-sxm-2026-11.json"
+    proc = sim("opcheck", str(builtin), "--hardware", "H100", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for family in ("attention projections", "dense MLP", "LM head", "decode attention",
+                   "prefill attention"):
+        assert family in proc.stdout, proc.stdout
+    # another GPU's measurements, twice as slow in every GEMM: the model it would be judged by
+    # misses the bounds (--check: exit 1), and a fit to the file itself holds them
+    doc = json.loads(builtin.read_text())
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({**doc, "results": [
+        {**r, "median_ms": r["median_ms"] * (2 if r["section"] == "gemm" else 1)}
+        for r in doc["results"]]}))
+    proc = sim("opcheck", str(slow), "--check", timeout=120)
+    assert proc.returncode == 1 and "outside the bounds" in proc.stdout, proc.stdout
+    assert "attention projections" in proc.stdout.splitlines()[-1]
+    proc = sim("opcheck", str(slow), "--check", "--refit", timeout=120)
+    assert proc.returncode == 0 and "outside the bounds" not in proc.stdout, proc.stdout
+    bad = tmp_path / "bad.json"
+    for text in ("not json", json.dumps({"format": "other/1", "results": []}),
+                 json.dumps({"format": FORMAT, "results": [{"section": "gemm"}],
+                             "datasheet": {"tflops": {"bf16": 1}, "hbm_tbps": 1}})):
+        bad.write_text(text)
+        proc = sim("opcheck", str(bad), timeout=120)
+        assert proc.returncode == 2 and str(bad) in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_hardware_entry_naming_a_missing_profile_is_refused_at_its_line(tmp_path: Path) -> None:
+    root = tmp_path / "catalog"
+    for part in ("matrix", "benchmarks", "runners"):
+        shutil.copytree(REPO / part, root / part)
+    hw_file = root / "matrix" / "hardware.yaml"
+    text = hw_file.read_text()
+    hw_file.write_text(text.replace("profile: h100-sxm-2026-11", "profile: h100-nowhere", 1))
+    line = hw_file.read_text().splitlines().index(next(
+        ln for ln in hw_file.read_text().splitlines() if "h100-nowhere" in ln)) + 1
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.cli", "validate", "--root",
+                           str(root)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"hardware.yaml:{line}" in proc.stderr and "h100-nowhere" in proc.stderr, proc.stderr
