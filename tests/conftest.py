@@ -7,8 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from infermatrix.report.headless import find_chromium
+from imx_support.headless import find_chromium
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,6 +14,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,7 +26,8 @@ from ..evals.publish import apply_gate, collect_note, current_accuracy
 from ..evals.record import EvalRecord
 from ..markup import safe_href
 from ..report import build_report
-from ..report.dashboard import launch_commands
+from ..report.build import default_catalog
+from ..report.dashboard import launch_from_catalog, read_catalog_json
 from ..results.agentic import AgenticRecord
 from ..results.collect import collect
 from ..results.compare import DEFAULT_NOISE, HEADLINE, compare, failures, markdown
@@ -175,9 +177,11 @@ def report_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="infermatrix results")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
     p.add_argument("--catalog", default="catalog.html", metavar="URL", type=catalog_link,
-                   help="recipe links: URL#<recipe-id>, or a template with {id} or {anchor}")
+                   help="recipe links: URL#<recipe-id>, or a template with {id} or {anchor} "
+                   "(default: catalog.html, written beside the dashboard)")
     p.add_argument("--catalog-json", type=Path, metavar="FILE",
-                   help="`infermatrix catalog --json` output: embeds the launch commands")
+                   help="`infermatrix catalog --json` output: the launch commands to show "
+                   "(default: this checkout's catalog)")
     p.add_argument("--summary", type=Path, metavar="FILE",
                    help="append summary.md here (default: $GITHUB_STEP_SUMMARY when set)")
     return p
@@ -202,7 +206,10 @@ def catalog_link(url: str) -> str:
 def _report(args: argparse.Namespace) -> int:
     check_exists(args.inputs)
     args.output = args.output or default_output(args.inputs)
-    launch = launch_commands(args.catalog_json) if args.catalog_json else None
+    from ..launch.bench_commands import recipe_benchmarks  # the client: only when reporting
+
+    catalog = (read_catalog_json(args.catalog_json) if args.catalog_json
+               else default_catalog(benchmarks_of=lambda cat: partial(recipe_benchmarks, cat)))
     loaded = load(args.inputs)
     records = select_runs(loaded.records, args.run, args.last,
                           known={a.run_id for a in loaded.agentic} | {f.run_id for f in loaded.failures})
@@ -210,7 +217,8 @@ def _report(args: argparse.Namespace) -> int:
     broken = failures_of(loaded.failures, records, args.run, args.last)
     marked, gate_md = apply_gate(records, evals_from(args.inputs), current_accuracy())
     outputs = build_report(marked, args.output, raw=loaded.raw, collect_summary=loaded.summary,
-                           title=args.title, catalog=args.catalog, launch=launch,
+                           title=args.title, catalog=args.catalog, catalog_data=catalog,
+                           launch=launch_from_catalog(catalog),
                            plots=not args.no_plots, agentic=searches, accuracy_md=gate_md,
                            failures=broken)
     summary = outputs["summary"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -20,7 +20,8 @@ from typing import Any
 
 from ..results.agentic import AgenticRecord, capacity_rows, tier_order
 from ..results.export import write_text_atomic
-from .dashboard_assets import CSS, THEME_JS
+from . import simulated
+from .page import page_html
 
 # (cell key, column header, what it means): the per-tier columns, in order
 METRICS = (
@@ -262,7 +263,8 @@ def _group_title(model: str, workload: str, n: int) -> str:
 
 
 def render_page(
-    records: Sequence[AgenticRecord], *, title: str = "infermatrix · agentic capacity"
+    records: Sequence[AgenticRecord], *, title: str = "infermatrix · agentic capacity",
+    nav: Mapping[str, str] | None = None,
 ) -> str:
     tiers = tier_order(records)
     rows = [r for r in capacity_rows(records) if r["latest"]]
@@ -288,32 +290,15 @@ def render_page(
         f"{len(rows)} configurations · {runs} search run{'s' if runs != 1 else ''} · "
         f"generated {generated}"
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>
-<style>{CSS}</style>
-</head>
-<body>
-<header>
-  <h1>{html.escape(title)}</h1>
-  <span class="meta">{meta}</span>
-  <nav><button id="theme" title="switch light / dark">◐ theme</button></nav>
-</header>
-<main>
-<p class="muted note">{html.escape(NOTE)}</p>
-{"".join(sections)}
-</main>
-<script>{THEME_JS}</script>
-</body>
-</html>
-"""
+    body = f'<p class="muted note">{html.escape(NOTE)}</p>\n{"".join(sections)}'
+    return page_html(title=title, meta=meta, body=body, nav=nav, mark=simulated.of(records),
+                     noun="capacity result")
 
 
 def write_agentic_page(
-    records: Sequence[AgenticRecord], path: Path, *, title: str = "infermatrix · agentic capacity"
+    records: Sequence[AgenticRecord], path: Path, *, title: str = "infermatrix · agentic capacity",
+    nav: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write the agents-per-tier page for ``records`` (the latest search per configuration)."""
-    return write_text_atomic(Path(path), render_page(list(records), title=title))
+    """Write the agents-per-tier page for ``records`` (the latest search per configuration);
+    ``nav``: the report's other pages (label → link) for the header."""
+    return write_text_atomic(Path(path), render_page(list(records), title=title, nav=nav))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Mapping, Sequence
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,19 +25,27 @@ from ..results.export import write_text_atomic
 from ..results.failures import JobFailure
 from ..results.pareto import AXES
 from ..results.records import Record, run_order
+from . import simulated
 from .agentic import NOTE
 from .dashboard_assets import CSS, JS
 from .failures_view import encode_failures, failed_section
-from .style import KNOWN_ENGINES, PALETTE
+from .page import header_html
+from .simulated import SimMark
+from .style import DASHES, DECADE, KNOWN_ENGINES, LOG_METRICS, PALETTE, PER_GPU, colours, markers
+from .trend import config_key, key_text, trends
 
 TEXT_COLUMNS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "engine_version",
-                "precision", "mode", "topology", "workload", "runner", "status", "started_at")
+                "precision", "mode", "topology", "workload", "runner", "status", "started_at",
+                "launcher")
 NUMBER_COLUMNS = ("concurrency", "gpus_total", "gpus_prefill", "gpus_decode", "isl", "osl",
                   "output_tput_per_gpu", "total_tput_per_gpu", "input_tput_per_gpu",
                   "interactivity", "e2e_interactivity", "median_ttft_ms", "p99_ttft_ms",
                   "median_tpot_ms", "median_e2el_ms", "p99_e2el_ms", "output_throughput",
                   "request_throughput", "usd_per_m_output_tokens", "usd_per_m_total_tokens",
                   "j_per_output_token", "error_rate")
+INLINE_LIMIT = 20_000  # levels a page holds inline; a longer history is loaded in chunks
+DATA_FOLDER = "dashboard-data"  # the chunk files, beside index.html
+FILTER_COLUMNS = ("model", "workload", "hardware", "engine", "precision")  # the page's filters
 Y_METRICS = ("output_tput_per_gpu", "total_tput_per_gpu", "input_tput_per_gpu",
              "usd_per_m_output_tokens", "usd_per_m_total_tokens", "j_per_output_token")
 X_METRICS = ("interactivity", "e2e_interactivity", "median_e2el_ms", "median_ttft_ms")
@@ -52,7 +62,7 @@ def _round(v: float | None) -> float | int | None:
 
 
 def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str, Any]:
-    """Column-wise payload the script decodes (see ``DATA.columns`` in dashboard_assets)."""
+    """Column-wise payload the script decodes (see ``decode`` in assets/dashboard.js)."""
     columns: dict[str, Any] = {}
     for name in TEXT_COLUMNS:
         values = [getattr(r, name) for r in records]
@@ -84,16 +94,27 @@ def encode_agentic(records: Sequence[AgenticRecord]) -> dict[str, Any]:
             "rows": _rounded(capacity_rows(records))}
 
 
+def launch_from_catalog(data: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """Recipe id → its processes' launch commands, from ``catalog_page.catalog_data``'s data."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for model in data["models"]:
+        for entry in model["configurations"]:
+            out[str(entry["id"])] = [{"name": str(p.get("name", "")), "role": str(p.get("role", "")),
+                                      "command": str(p["command"])} for p in entry["processes"]]
+    return out
+
+
 def launch_commands(path: Path) -> dict[str, list[dict[str, str]]]:
     """Recipe id → its processes' launch commands, from `infermatrix catalog --json`'s file."""
+    return launch_from_catalog(read_catalog_json(path))
+
+
+def read_catalog_json(path: Path) -> dict[str, Any]:
+    """`infermatrix catalog --json`'s file, checked enough to give launch commands."""
     try:
         data = read_json_bounded(path)
-        out: dict[str, list[dict[str, str]]] = {}
-        for model in data["models"]:
-            for entry in model["configurations"]:
-                out[str(entry["id"])] = [{"name": str(p.get("name", "")), "role": str(p.get("role", "")),
-                                          "command": str(p["command"])} for p in entry["processes"]]
-        return out
+        launch_from_catalog(data)
+        return data
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the catalog JSON ({exc.strerror})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -106,6 +127,7 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
             agentic: Sequence[AgenticRecord] | None = None,
             agentic_page: str | None = None,
             failures: Sequence[JobFailure] = ()) -> dict[str, Any]:
+    """The page's data without its levels (``chunks`` adds them): what every view needs first."""
     engines = sorted({r.engine for r in records},
                      key=lambda e: (KNOWN_ENGINES.index(e) if e in KNOWN_ENGINES else 99, e))
     axes = {m: {"label": a.label, "higher": a.higher_is_better, "scale": a.scale} for m, a in AXES.items()}
@@ -113,18 +135,86 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
     extra: dict[str, Any] = {}
     if agentic:
         extra = {"agentic": encode_agentic(agentic), "agentic_page": agentic_page}
+    runs = run_order(records)
     return {
-        "schema_version": 1, "title": title,
+        "schema_version": 2, "title": title,
+        "hw_colours": colours(r.hardware for r in records),
+        "engine_markers": markers(r.engine for r in records), "dashes": DASHES,
+        "per_gpu": PER_GPU, "log_metrics": list(LOG_METRICS), "decade": DECADE,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "catalog": catalog, "runs": run_order(records), "engines": engines, "palette": PALETTE,
+        "catalog": catalog, "runs": runs, "engines": engines, "palette": PALETTE,
         "axes": axes, "y_metrics": list(Y_METRICS), "x_metrics": list(X_METRICS),
         "compare_metrics": [list(m) for m in HEADLINE],
         "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in recipes},
         "simulated_runs": simulated_runs(records),
         "simulated_levels": sum(1 for r in records if r.simulated),
-        **encode(records, raw_links), **extra,
+        "count": len(records), "vocab": {k: sorted({getattr(r, k) for r in records})
+                                         for k in FILTER_COLUMNS},
+        "start": start_view(records, runs[-1] if runs else None), **extra,
         "failures": encode_failures(failures),  # the "Failed jobs" section (failures_view.py)
     }
+
+
+def start_view(records: Sequence[Record], run: str | None) -> dict[str, str | None]:
+    """The model and workload the chart opens on: the most measured of the latest run (a
+    frontier compares like with like), ties to the first name."""
+    latest = [r for r in records if r.run_id == run]
+
+    def most(values: Iterable[str]) -> str | None:
+        counts = Counter(values)
+        return min(counts, key=lambda v: (-counts[v], v)) if counts else None
+
+    model = most(r.model for r in latest)
+    return {"model": model, "workload": most(r.workload for r in latest if r.model == model)}
+
+
+def chunks(records: Sequence[Record], raw_links: Mapping[Key, str], runs: Sequence[str],
+           folder: str, inline_limit: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """The levels, one chunk per run, and the trends, one chunk per configuration.
+
+    With at most ``inline_limit`` levels, every chunk is inline (the page is complete on its
+    own). Beyond it only the latest run is; the rest are script files under ``folder`` (a
+    ``<script>`` loads from file:// too, where a fetch may not), loaded when a view needs them,
+    so the page's size and time to interactive do not grow with the history. Returns (the
+    data's ``chunks`` entry, relative file name → script text).
+    """
+    by_run: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_run[r.run_id].append(r)
+    small = len(records) <= inline_limit
+    files: dict[str, str] = {}
+    inline: dict[str, Any] = {"runs": {}, "trends": {}}
+    out: dict[str, Any] = {"runs": [], "trends": [], "inline": inline}
+    for i, run in enumerate(runs):
+        body = encode(by_run[run], raw_links)
+        name = f"{folder}/run-{i}.js"
+        if small or i == len(runs) - 1:
+            inline["runs"][str(i)] = body
+            name = ""
+        else:
+            files[name] = _script("run", i, body)
+        out["runs"].append({"count": body["count"], "file": name})
+    first = {key_text(config_key(r)): r for r in reversed(records)}  # the filters' attributes
+    for i, (key, trend) in enumerate(sorted(trends(records, runs).items())):
+        name = "" if small else f"{folder}/trend-{i}.js"
+        if small:
+            inline["trends"][str(i)] = trend
+        else:
+            files[name] = _script("trend", i, trend)
+        out["trends"].append({"key": key, "file": name,
+                              **{k: getattr(first[key], k) for k in FILTER_COLUMNS}})
+    return out, files
+
+
+def _script(kind: str, index: int, body: Any) -> str:
+    """A chunk file: it hands its data to the page's ``imx_chunk`` when loaded."""
+    return f"imx_chunk({json.dumps(kind)},{index},{_json(body)});\n"
+
+
+def _json(data: Any) -> str:
+    # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or "<!--"
+    # can end or confuse a script element.
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 def simulated_runs(records: Sequence[Record]) -> list[str]:
@@ -132,25 +222,16 @@ def simulated_runs(records: Sequence[Record]) -> list[str]:
     return sorted({r.run_id for r in records if r.simulated})
 
 
-def _simulated_badge(records: int, simulated: int) -> str:
-    """The header's warning that some levels were simulated, not measured."""
-    if not simulated:
-        return ""
-    what = "all levels" if simulated == records else f"{simulated:,} of {records:,} levels"
-    return (f' <span class="badge sim" id="sim-badge" title="simulated engine in virtual time: '
-            f'no hardware measured these">simulated: {what}</span>')
-
-
 def _select(name: str, label: str) -> str:
     return f'<label>{label}<select id="{name}"></select></label>'
 
 
-def render_html(data: dict[str, Any]) -> str:
-    # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or "<!--"
-    # can end or confuse the script element.
+def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
+                nav: Mapping[str, str] | None = None) -> str:
+    """``mark``: the simulated results among all the page holds (levels and capacity searches):
+    the header's badge and the banner; ``nav``: the report's other pages (label → link)."""
     # the failures travel in their own element, read by their own section (failures_view.py)
-    blob = json.dumps({k: v for k, v in data.items() if k != "failures"}, separators=(",", ":"),
-                      allow_nan=False).replace("<", "\\u003c")
+    blob = _json({k: v for k, v in data.items() if k != "failures"})
     title = html.escape(data["title"])
     filters = "".join(_select(f"f-{k}", k) for k in ("model", "workload", "hardware", "engine", "precision"))
     agentic = data.get("agentic")
@@ -158,6 +239,12 @@ def render_html(data: dict[str, Any]) -> str:
                 if agentic else "")
     tab = '<button data-view="agentic">Agentic capacity</button>' if agentic else ""
     view = _agentic_view(data.get("agentic_page")) if agentic else ""
+    meta = (f'{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches}'
+            f'{_failed_count(data)} · generated {html.escape(data["generated_at"])}')
+    buttons = ('<button data-view="chart">Chart</button><button data-view="table">Table</button>'
+               f'<button data-view="compare">Compare runs</button>'
+               f'<button data-view="trend">Trend</button>{tab}')
+    links = {k: v for k, v in (nav or {}).items() if v != "index.html"}
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -167,31 +254,27 @@ def render_html(data: dict[str, Any]) -> str:
 <style>{CSS}</style>
 </head>
 <body>
-<header>
-  <h1>{title}</h1>
-  <span class="meta">{_count(data["count"], "level")} · {_count(len(data["runs"]), "run")}{searches}{_failed_count(data)} · generated {html.escape(data["generated_at"])}{_simulated_badge(data["count"], data["simulated_levels"])}</span>
-  <nav>
-    <button data-view="chart">Chart</button><button data-view="table">Table</button><button data-view="compare">Compare runs</button>{tab}
-    <button id="theme" title="switch light / dark">◐ theme</button>
-  </nav>
-</header>
+{header_html(title=data["title"], meta=meta, nav=links, mark=mark, buttons=buttons)}
 <section id="filters">
   {_select("f-run", "run")}{filters}
   <label class="inline"><span>failed levels</span><input type="checkbox" id="f-failed"></label>
 </section>{failed_section(data.get("failures") or [])}
 <main>
+  <p id="loading" class="muted" hidden></p>
   <section class="view" id="view-chart">
     <div class="controls">
       {_select("c-y", "y axis")}{_select("c-x", "x axis")}
       <label class="inline"><input type="checkbox" id="c-logx"> log x</label>
-      <label class="inline"><input type="checkbox" id="c-series" checked> frontier per hardware × engine</label>
+      <label class="inline"><input type="checkbox" id="c-logy"> log y</label>
+      <label class="inline"><input type="checkbox" id="c-series" checked> frontier per configuration</label>
       <span id="count" class="muted"></span>
     </div>
     <p id="sim-note" class="sim-note" hidden></p>
+    <p id="pergpu-note" class="muted" hidden></p>
     <div id="chart-wrap"><canvas id="chart" aria-label="throughput per GPU against interactivity"></canvas><div id="tip" hidden></div></div>
     <div id="legend"></div>
     <section id="detail" hidden></section>
-    <p class="muted">Hover a point for its configuration; click to pin it and follow its links. The wide band marks the Pareto frontier over everything shown, each thin coloured line the frontier of one hardware × engine.</p>
+    <p class="muted">Hover a point for its configuration; click to pin it and follow its links. The wide band marks the Pareto frontier over everything shown, each thin line the frontier of one configuration: colour = hardware, marker = engine, line style = recipe × parallelism within a hardware × engine, hollow markers = disaggregated.</p>
     <h2>Best configuration at a given interactivity</h2>
     <div class="controls"><label>tok/s/user thresholds<input id="c-best" value="10,20,50,100"></label></div>
     <div class="scroll"><table class="data" id="best"></table></div>
@@ -205,6 +288,11 @@ def render_html(data: dict[str, Any]) -> str:
       <label>noise ± %<input id="cmp-noise" type="number" value="3" min="0" step="0.5"></label></div>
     <p id="cmp-info" class="muted"></p>
     <div class="scroll"><table class="data" id="cmp"></table></div>
+  </section>
+  <section class="view" id="view-trend" hidden>
+    <div class="controls">{_select("t-config", "configuration (recipe · workload · runner)")}{_select("t-conc", "concurrency")}</div>
+    <p id="trend-info" class="muted"></p>
+    <div id="trend-charts"></div>
   </section>{view}
 </main>
 <script id="imx-data" type="application/json">{blob}</script>
@@ -231,13 +319,26 @@ def write_dashboard(records: Sequence[Record], path: Path, raw_links: Mapping[Ke
                     *, title: str = "infermatrix results", catalog: str = "catalog.html",
                     launch: Mapping[str, list[dict[str, str]]] | None = None,
                     agentic: Sequence[AgenticRecord] | None = None,
-                    agentic_page: str | None = None,
-                    failures: Sequence[JobFailure] = ()) -> Path:
+                    agentic_page: str | None = None, nav: Mapping[str, str] | None = None,
+                    failures: Sequence[JobFailure] = (), inline_limit: int = INLINE_LIMIT) -> Path:
     """``agentic``: capacity-search records for the "Agentic capacity" tab (none: no tab);
-    ``agentic_page``: a link to the static page of the same table, relative to ``path``."""
+    ``agentic_page``: a link to the static page of the same table, relative to ``path``;
+    ``nav``: the report's pages (label → link) for the header; ``inline_limit``: up to this
+    many levels the page holds them all, beyond it older runs and the trends are chunk files
+    in ``DATA_FOLDER`` beside it (see ``chunks``)."""
     data = payload(records, raw_links or {}, title=title, catalog=catalog, launch=launch,
                    agentic=agentic, agentic_page=agentic_page, failures=failures)
-    return write_text_atomic(path, render_html(data))
+    data["chunks"], files = chunks(records, raw_links or {}, data["runs"], DATA_FOLDER,
+                                   inline_limit)
+    folder = Path(path).parent / DATA_FOLDER
+    if folder.is_dir():  # an earlier report's chunks: none may outlive the page naming them
+        shutil.rmtree(folder)
+    for name, text in files.items():
+        target = Path(path).parent / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, text)
+    mark = simulated.of(records, agentic or ())
+    return write_text_atomic(path, render_html(data, mark=mark, nav=nav))
 
 
 def _failed_count(data: dict[str, Any]) -> str:

@@ -13,46 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..results.failures import JobFailure
+from .dashboard_assets import asset
 
 FIELDS = ("run_id", "job_id", "recipe", "model", "hardware", "engine", "workload", "runner",
           "stage", "reason", "log_tail", "simulated", "launcher", "failed_at")
 
-STYLE = r"""
-#failed { border:1px solid var(--bad, #cf222e); border-radius:6px; margin:.8rem 1rem 0; padding:.2rem .8rem .6rem; }
-#failed h2 { color:var(--bad, #cf222e); }
-#failed .controls { display:flex; flex-wrap:wrap; gap:.6rem 1rem; align-items:end; }
-#failed td.reason { white-space:normal; min-width:24rem; }
-#failed pre { white-space:pre-wrap; word-break:break-all; font-size:.75rem; margin:.2rem 0; }
-"""
-
-SCRIPT = r"""
-(function () {
-"use strict";
-const el = document.getElementById("imx-failures");
-const FAILS = el ? (JSON.parse(el.textContent).failures || []) : [];
-const $ = (id) => document.getElementById(id);
-const esc = (s) => String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-const FILTERS = ["run_id", "stage", "hardware", "engine"];
-FILTERS.forEach((k) => {
-  const sel = $("ff-" + k), values = [...new Set(FAILS.map((f) => f[k]).filter((v) => v))].sort();
-  sel.innerHTML = '<option value="">all</option>' + values.map((v) => `<option>${esc(v)}</option>`).join("");
-  sel.addEventListener("change", draw);
-});
-$("ff-text").addEventListener("input", draw);
-function draw() {
-  const text = $("ff-text").value.trim().toLowerCase();
-  const shown = FAILS.filter((f) => FILTERS.every((k) => !$("ff-" + k).value || f[k] === $("ff-" + k).value)
-    && (!text || [f.job_id, f.recipe, f.workload, f.runner, f.reason].join(" ").toLowerCase().includes(text)));
-  $("ff-count").textContent = `${shown.length} of ${FAILS.length} failed jobs`;
-  $("failed-list").innerHTML = "<thead><tr><th>run</th><th>recipe</th><th>workload</th><th>runner</th><th>stage</th><th>reason</th></tr></thead><tbody>"
-    + shown.map((f) => `<tr><td>${esc(f.run_id)}</td><td>${esc(f.recipe)}${f.simulated ? ' <span class="badge sim">sim</span>' : ""}</td>`
-      + `<td>${esc(f.workload)}</td><td>${esc(f.runner)}</td><td>${esc(f.stage)}</td>`
-      + `<td class="reason">${esc(f.reason)}${f.log_tail ? `<details><summary>log tail</summary><pre>${esc(f.log_tail)}</pre></details>` : ""}</td></tr>`).join("")
-    + "</tbody>";
-}
-draw();
-})();
-"""
+STYLE = asset("failures.css")  # the section's own style and script (report/assets/)
+SCRIPT = asset("failures.js")
 
 
 def encode_failures(failures: Sequence[JobFailure]) -> list[dict[str, Any]]:

@@ -28,10 +28,23 @@ from ..cpus import usable_cpus  # noqa: E402
 from ..results.pareto import AXES, VIEWS, frontier, group_by, usable  # noqa: E402
 from ..results.records import Record  # noqa: E402
 from ..workers import fork_pool  # noqa: E402
-from .style import THEMES, Theme, colours, markers  # noqa: E402
+from . import simulated  # noqa: E402
+from .style import (  # noqa: E402
+    DASHES,
+    DECADE,
+    LOG_METRICS,
+    PER_GPU,
+    THEMES,
+    Theme,
+    colours,
+    dashes,
+    markers,
+)
 
 SIMULATED_COLOUR = "#d1242f"
 STAMP_IN = 0.3  # inches added above the panels for the simulated stamp
+SERIES = ("hardware", "engine", "recipe", "topology")  # one configuration: colour, marker, dashes
+MAX_SERIES_LABELS = 8  # a panel with more configurations names them only in the dashboard
 RASTERIZE_ABOVE = 2000  # points per panel: above it the SVG embeds the scatter as an image
 MAX_COLUMNS = 3
 DPI = 110
@@ -40,6 +53,30 @@ DPI = 110
 def _values(recs: Sequence[Record], metric: str) -> list[float]:
     scale = AXES[metric].scale
     return [r.metric(metric) * scale for r in recs]  # type: ignore[operator]
+
+
+def spans_decades(values: Sequence[float]) -> bool:
+    """Whether positive ``values`` span more than a decade: then a log axis shows them all."""
+    pos = [v for v in values if v > 0]
+    return len(pos) == len(values) > 1 and max(pos) / min(pos) > DECADE
+
+
+def _dash(index: int) -> tuple[float, ...]:
+    return tuple(DASHES[index]) or (1, 0)  # (1, 0): solid
+
+
+def _series_label(r: Record) -> str:
+    """A configuration as the legend names it: the recipe (without its model) and parallelism."""
+    recipe = r.recipe.removeprefix(r.model + "/")
+    return f"{recipe} · {r.topology}" if r.topology else recipe
+
+
+def per_gpu_note(records: Sequence[Record], metric: str) -> str:
+    """How a per-GPU figure counts GPUs when disaggregated configurations are shown
+    (``results.records.derive``): '' when none is or the metric is not per GPU."""
+    if metric not in PER_GPU or not any(r.mode == "disaggregated" for r in records):
+        return ""
+    return f"Disaggregated (hollow markers): {PER_GPU[metric]}; aggregated: per GPU of the deployment."
 
 
 def _style_axes(ax: plt.Axes, theme: Theme) -> None:
@@ -51,13 +88,10 @@ def _style_axes(ax: plt.Axes, theme: Theme) -> None:
 
 
 def simulated_mark(records: Sequence[Record]) -> str | None:
-    """The words that mark a figure of ``records`` as simulated, or None (all measured)."""
-    sim = sum(1 for r in records if r.simulated)
-    if not sim:
-        return None
-    if sim == len(records):
-        return "SIMULATED: not measured on hardware"
-    return f"PARTLY SIMULATED: {sim} of {len(records)} points not measured on hardware"
+    """The words that mark a figure of ``records`` as simulated, or None (all measured): the
+    pages' badge (``simulated.SimMark``), so a PNG says what the page says."""
+    mark = simulated.of(records)
+    return None if mark is None else mark.stamp
 
 
 def _stamp(fig: Figure, mark: str) -> None:
@@ -81,6 +115,7 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
     panels = group_by(recs, ("model", "workload"))
     hw_colour = colours(r.hardware for r in recs)
     eng_marker = markers(r.engine for r in recs)
+    dash = dashes((r.hardware, r.engine, f"{r.recipe} {r.topology}") for r in recs)
     cols = min(MAX_COLUMNS, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.6 * rows + 1.2), squeeze=False)
@@ -90,13 +125,15 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
     for ax, ((model, workload), precs) in zip(axes.flat, panels.items(), strict=False):
         _style_axes(ax, theme)
         many = len(precs) > RASTERIZE_ABOVE
-        for (hw, eng), srecs in group_by(precs, ("hardware", "engine")).items():
-            c = hw_colour[hw]
-            ax.scatter(_values(srecs, x), _values(srecs, y), s=10 if many else 22, c=c, alpha=0.35,
-                       marker=eng_marker[eng], linewidths=0, rasterized=many)
+        for (hw, eng, recipe, topo), srecs in group_by(precs, SERIES).items():
+            c, m, hollow = hw_colour[hw], eng_marker[eng], srecs[0].mode == "disaggregated"
+            ax.scatter(_values(srecs, x), _values(srecs, y), s=10 if many else 22, alpha=0.35,
+                       marker=m, rasterized=many, facecolors="none" if hollow else c,
+                       edgecolors=c, linewidths=1.0 if hollow else 0)
             line = frontier(srecs, y, x)
             ax.plot(_values(line, x), _values(line, y), color=c, linewidth=1.0, alpha=0.9,
-                    marker=eng_marker[eng], markersize=4)
+                    marker=m, markersize=4, dashes=_dash(dash[(hw, eng, f"{recipe} {topo}")]),
+                    markerfacecolor="none" if hollow else c, label=_series_label(srecs[0]))
         best = frontier(precs, y, x)  # the frontier over all: a wide band under the series
         bx, by = _values(best, x), _values(best, y)
         ax.plot(bx, by, color=theme.foreground, linewidth=8, alpha=0.2, zorder=1,
@@ -107,11 +144,19 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
         ax.set_title(f"{model} · {workload}", color=theme.foreground, fontsize=10, y=1.0)
         if any(r.simulated for r in precs):
             _watermark(ax)
+        if len(group_by(precs, SERIES)) <= MAX_SERIES_LABELS:
+            ax.legend(fontsize=6, frameon=False, labelcolor=theme.foreground, loc="best")
+        log = spans_decades(_values(precs, y)) and y in LOG_METRICS
+        if log:
+            ax.set_yscale("log")
         ax.set_xlabel(AXES[x].label, color=theme.foreground, fontsize=8)
-        ax.set_ylabel(AXES[y].label, color=theme.foreground, fontsize=8)
+        ax.set_ylabel(AXES[y].label + (" (log)" if log else ""), color=theme.foreground, fontsize=8)
     handles = [Line2D([], [], color=c, marker="o", linestyle="", label=hw) for hw, c in hw_colour.items()]
     handles += [Line2D([], [], color=theme.muted, marker=m, linestyle="", label=e) for e, m in eng_marker.items()]
     handles.append(Line2D([], [], color=theme.foreground, linewidth=6, alpha=0.3, label="frontier (all)"))
+    if any(r.mode == "disaggregated" for r in recs):
+        handles.append(Line2D([], [], color=theme.muted, marker="o", markerfacecolor="none",
+                              linestyle="", label="disaggregated"))
     legend = fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 8), frameon=False,
                         fontsize=8)
     for text in legend.get_texts():
@@ -122,6 +167,10 @@ def view_figure(records: Sequence[Record], view: str, theme: Theme) -> Figure | 
                  color=theme.foreground, fontsize=12, y=1 - 0.12 / height_in, va="top")
     if mark:
         _stamp(fig, mark)
+    note = per_gpu_note(recs, y)
+    if note:
+        fig.text(0.5, 0.12 / height_in, note, ha="center", va="bottom", fontsize=7,
+                 color=theme.muted, gid="per-gpu-note")
     # Fixed margins in inches: tight_layout costs a full extra draw per figure.
     width, height = fig.get_size_inches()
     fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width,

@@ -10,6 +10,7 @@ from ..results.collect import CollectSummary
 from ..results.failures import JobFailure
 from ..results.pareto import best_at, frontiers, usable
 from ..results.records import Record, order_runs
+from . import simulated
 from .agentic import fmt, groups
 
 DEFAULT_THRESHOLDS = (10.0, 20.0, 50.0, 100.0)
@@ -45,14 +46,14 @@ def agentic_summary(records: Sequence[AgenticRecord]) -> list[str]:
 
 def title_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()) -> str:
     """The summary's first line: simulated results say so before anything else."""
-    every = [r.simulated for r in records] + [a.simulated for a in agentic]
-    sim = sum(every)
-    if not sim:
+    m = simulated.of(records, agentic)
+    if m is None:
         return "## infermatrix results"
-    if sim == len(every):
-        return "## infermatrix results · SIMULATED: simulated engine, not measured on hardware"
-    return (f"## infermatrix results · PARTLY SIMULATED: {sim} of {len(every)} results from the "
-            "simulated engine, not measured on hardware")
+    if m.every:
+        return (f"## infermatrix results · SIMULATED: simulated engine {m.clock}, not measured on "
+                "hardware")
+    return (f"## infermatrix results · PARTLY SIMULATED: {m.simulated} of {m.total} results from "
+            f"the simulated engine {m.clock}, not measured on hardware")
 
 
 def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = (),
@@ -80,7 +81,10 @@ def counts_line(records: Sequence[Record], agentic: Sequence[AgenticRecord] = ()
 
 def job_summary(records: Sequence[Record], collect: CollectSummary | None = None,
                 thresholds: Sequence[float] = DEFAULT_THRESHOLDS, max_failures: int = 50,
-                agentic: Sequence[AgenticRecord] = (), failures: Sequence[JobFailure] = ()) -> str:
+                agentic: Sequence[AgenticRecord] = (), failures: Sequence[JobFailure] = (),
+                current: Sequence[Record] | None = None) -> str:
+    """``current``: the records the best-at and frontier tables are drawn from (the report
+    passes the latest measurement of each configuration, as its plots); default: all."""
     lines = [title_line(records, agentic), "", counts_line(records, agentic, failures)]
     if failures:
         lines += ["", f"> **{len(failures)} jobs failed** before or during their levels: see "
@@ -88,7 +92,7 @@ def job_summary(records: Sequence[Record], collect: CollectSummary | None = None
     if collect is not None and (collect.skipped or collect.missing):
         lines += ["", f"> **Warning**: collect skipped files — {collect.line()}."]
     if records or not agentic:
-        lines += throughput_summary(records, thresholds)
+        lines += throughput_summary(records if current is None else current, thresholds)
     if agentic:
         lines += agentic_summary(agentic)
     failed = [r for r in records if not r.ok]

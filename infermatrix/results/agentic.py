@@ -54,6 +54,7 @@ class AgenticRecord(BaseModel):
     mode: str = ""
     workload: str = "agentic"
     simulated: bool = False
+    launcher: str = ""  # "virtual": played in virtual time (no server)
     time_scale: float = 1.0
     source: str = ""  # the session source (synthetic, trace, mooncake)
     tier: str
@@ -86,7 +87,7 @@ def records_from_document(doc: dict[str, Any]) -> list[AgenticRecord]:
         raise ValueError(f"not an {SCHEMA} document")
     ident = doc.get("infermatrix") if isinstance(doc.get("infermatrix"), dict) else {}
     names = ("run_id", "job_id", "fingerprint", "runner", "finished_at", "model", "hardware",
-             "engine", "precision", "mode", "workload", "simulated", "time_scale")
+             "engine", "precision", "mode", "workload", "simulated", "launcher", "time_scale")
     base = {k: ident[k] for k in names if ident.get(k) is not None}
     base.setdefault("run_id", "")
     base["recipe"] = ident.get("recipe") or doc.get("model_id") or doc.get("endpoint") or "?"
@@ -139,7 +140,7 @@ def load(store: Store, runs: Iterable[str] | None = None) -> list[AgenticRecord]
 
 CONFIG = ("recipe", "hardware", "engine", "precision", "workload", "runner")
 _ROW = ("run_id", "recipe", "model", "hardware", "engine", "precision", "mode", "workload",
-        "runner", "simulated", "time_scale", "source", "gpus")
+        "runner", "simulated", "launcher", "time_scale", "source", "gpus")
 _CELL = ("bounded", "first_failing", "agents_per_gpu", "avg_power_w", "agents_per_kw",
          "agents_per_mw", "usd_per_hour", "agents_per_usd_hour", "min_output_speed", "max_ttft_s")
 _LEVEL = ("completed", "error_rate", "p25_output_speed", "p95_ttft_ms", "cached_token_ratio",

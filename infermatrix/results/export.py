@@ -54,8 +54,9 @@ def write_records_csv(records: Iterable[Record], path: Path) -> Path:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*scalar, "pools", "ci95", *latency])
     for r in records:
-        row = r.model_dump(mode="json")
-        nested = [json.dumps(row[k], separators=(",", ":")) for k in ("pools", "ci95")]
+        row = r.__dict__  # the scalar fields as they are (no model_dump: 100,000 rows a year)
+        nested = [json.dumps([p.model_dump(mode="json") for p in r.pools], separators=(",", ":")),
+                  json.dumps(r.ci95, separators=(",", ":"))]
         writer.writerow([_cell(row[f]) for f in scalar] + nested
                         + [_cell(r.latency.get(k)) for k in latency])
     return write_text_atomic(path, buf.getvalue())

@@ -7,8 +7,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from imx_support.headless import open_page
+
 from infermatrix.cli import main
-from infermatrix.report.headless import open_page
 from infermatrix.results import agentic
 
 SWEEP = """

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from imx_support.synthetic import SynthJob, level_result
+
 from infermatrix.evals.record import EvalRecord, document, file_name
 from infermatrix.results.records import Record, normalise
-from infermatrix.results.synthetic import SynthJob, level_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Recorded with lm-eval 0.4.13 (local-completions, tokenizer_backend=none):

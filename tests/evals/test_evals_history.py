@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from imx_evals_data import LOCAL_PASS, eval_record, synth_job, write_eval
+from imx_support.synthetic import write_job
 
 from infermatrix.commands.results import evals_from
 from infermatrix.evals.history import collect_evals
 from infermatrix.evals.record import EvalRecord
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import write_job
 
 JOB = synth_job(variant="a")
 

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import SET
-
-from infermatrix.report.headless import open_page
+from imx_support.headless import open_page
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imx_support.synthetic import SynthJob, write_job
 from PIL import Image
 
 from infermatrix.report import plots
 from infermatrix.report.plots import write_plots
 from infermatrix.results import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 JOBS = (SynthJob(hardware="H200", engine="sglang", concurrency=(1, 4, 16)),
         SynthJob(hardware="B200", engine="vllm", concurrency=(1, 4, 16), speed=1.7))

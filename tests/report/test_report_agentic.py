@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.capacity import CapacitySearch, CapacitySettings, Footprint, Target
 from infermatrix.capacity.run import capacity_document
@@ -24,10 +26,8 @@ from infermatrix.client.session_sources import SyntheticSource, SyntheticSpec
 from infermatrix.client.tokenizer import WordTokenizer
 from infermatrix.report import build_report, build_run_report
 from infermatrix.report.agentic import write_agentic_page
-from infermatrix.report.headless import open_page
 from infermatrix.results import agentic, collect
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 REPO = Path(__file__).resolve().parents[2]
@@ -245,6 +245,18 @@ def _embedded(index: Path) -> dict:
     return json.loads(blob.group(1))
 
 
+def write_searches(root: Path, configs: list[dict[str, Any]], **identity: Any) -> Path:
+    """Each search's capacity document in its capacity job's folder under ``root``; ``identity``
+    overrides fields of its ``infermatrix`` block."""
+    for c in configs:
+        job_dir = root / c["run"] / "jobs" / c["recipe"].replace("/", ".")
+        job_dir.mkdir(parents=True)
+        doc = document(c)
+        doc["infermatrix"].update(identity)
+        (job_dir / "capacity.json").write_text(json.dumps(doc))
+    return root
+
+
 def history(root: Path) -> Path:
     """A store with two bench runs of DeepSeek R1 and the capacity searches above, collected
     from run folders (each search's document in its capacity job's folder)."""
@@ -256,11 +268,7 @@ def history(root: Path) -> Path:
         ):
             write_job(root / "runs" / run, job)
         collect([root / "runs" / run], store=store)
-    for c in [EARLIER, *LATEST]:
-        job_dir = root / "searches" / c["run"] / "jobs" / c["recipe"].replace("/", ".")
-        job_dir.mkdir(parents=True)
-        (job_dir / "capacity.json").write_text(json.dumps(document(c)))
-    collect([root / "searches"], store=store)
+    collect([write_searches(root / "searches", [EARLIER, *LATEST])], store=store)
     with Store(store) as db:
         assert db.agentic() == sorted(records(), key=lambda r: r.key)
     return store
@@ -450,7 +458,7 @@ def test_agentic_tab_in_headless_chromium(chromium: str, tmp_path: Path) -> None
                 "Array.from(document.querySelectorAll('nav button[data-view]'))"
                 ".map(b => b.textContent)"
             )
-            assert tabs == ["Chart", "Table", "Compare runs", "Agentic capacity"]
+            assert tabs == ["Chart", "Table", "Compare runs", "Trend", "Agentic capacity"]
             bench_points = await page.eval(
                 "Number(document.getElementById('chart').dataset.points)"
             )

@@ -23,6 +23,15 @@ def _embedded(index: Path) -> dict:
     return json.loads(blob.group(1).replace("<\\/", "</"))
 
 
+def _column(data: dict, name: str) -> list:
+    """A column's values over every run's chunk (a small history's are all inline)."""
+    out: list = []
+    for _, chunk in sorted(data["chunks"]["inline"]["runs"].items()):
+        col = chunk["columns"][name]
+        out += [col["dict"][c] if c >= 0 else None for c in col["codes"]] if "dict" in col else col["values"]
+    return out
+
+
 def test_build_run_report_writes_everything(tmp_path: Path) -> None:
     messy_run(tmp_path)
     run = tmp_path / RUN
@@ -40,7 +49,7 @@ def test_build_run_report_writes_everything(tmp_path: Path) -> None:
     assert len(records) == 6
     data = _embedded(out["dashboard"])
     assert data["count"] == 6 and data["runs"] == [RUN]
-    raw_links = [v for v in data["columns"]["raw"]["values"] if v]
+    raw_links = [v for v in _column(data, "raw") if v]
     assert len(raw_links) == 6 and all((run / link).is_file() for link in raw_links)
     assert "https://" not in out["dashboard"].read_text() and "http://" not in out["dashboard"].read_text()
     summary = out["summary"].read_text()
@@ -65,10 +74,14 @@ def test_report_cli_from_a_store_copies_raw_json(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     data = _embedded(site / "index.html")
-    links = [v for v in data["columns"]["raw"]["values"] if v]
+    links = [v for v in _column(data, "raw") if v]
     assert len(links) == 6 and all(link.startswith(f"raw/{RUN}/") for link in links)
-    copied = json.loads((site / links[0]).read_text())
-    assert copied["infermatrix"]["run_id"] == RUN
+    # a job's levels in one file, each level's raw result under its concurrency
+    for link in set(links):
+        copied = json.loads((site / link).read_text())
+        assert all(doc["infermatrix"]["run_id"] == RUN and doc["infermatrix"]["concurrency"] == int(c)
+                   for c, doc in copied.items())
+    assert sum(len(json.loads((site / link).read_text())) for link in set(links)) == 6
     assert summary.read_text().startswith("## infermatrix results")
     bad = subprocess.run([sys.executable, "-m", "infermatrix.cli", "report", str(tmp_path / "none"), "-o",
                           str(site)], capture_output=True, text=True, timeout=60)
@@ -85,7 +98,8 @@ def test_hostile_strings_cannot_break_out_of_the_data_block(tmp_path: Path) -> N
     rec = normalise(make_raw({"workload": evil, "error": evil}))
     page = write_dashboard([rec], tmp_path / "index.html").read_text()
     assert page.count("</script>") == 2  # the data block's and the code's own
-    assert _embedded(tmp_path / "index.html")["columns"]["workload"]["dict"] == [evil]
+    chunk = _embedded(tmp_path / "index.html")["chunks"]["inline"]["runs"]["0"]
+    assert chunk["columns"]["workload"]["dict"] == [evil]
 
 
 def test_catalog_json_gives_launch_commands(tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.results import collect
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 RUNS = ("20261120T011700Z-aaaaaa", "20261121T011700Z-bbbbbb", "20261122T011700Z-cccccc")
@@ -109,6 +109,7 @@ def test_dashboard_in_headless_chromium(chromium: str, site: Path) -> None:
             info = await page.eval("document.getElementById('cmp-info').textContent")
             # B200/sglang slower at every level, H100 c32 now failing
             assert info.startswith(f"{len(JOBS) * len(LEVELS)} configurations · {len(LEVELS) + 1} regressions"), info
+            await page.screenshot(ARTIFACTS / "compare.png")
 
             await page.eval("document.getElementById('theme').click()")
             await page.eval("document.querySelector('nav button[data-view=chart]').click()")
@@ -130,7 +131,7 @@ def test_an_empty_run_still_opens_cleanly(chromium: str, tmp_path: Path) -> None
             await page.goto((out / "index.html").as_uri())
             await page.wait_for("document.body.dataset.ready === '1'")
             assert await page.eval(POINTS) == 0
-            for view in ("table", "compare", "chart"):
+            for view in ("table", "compare", "trend", "chart"):
                 await page.eval(f"document.querySelector('nav button[data-view={view}]').click()")
             assert page.errors == []
 

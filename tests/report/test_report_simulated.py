@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import SET
+from imx_support.headless import open_page
+from imx_support.synthetic import SynthJob, write_job
 from PIL import Image
 
 from infermatrix.report import build_report
-from infermatrix.report.headless import open_page
 from infermatrix.report.plots import view_figure
 from infermatrix.report.style import THEMES
 from infermatrix.report.summary import job_summary
 from infermatrix.results import collect
 from infermatrix.results.records import Record
-from infermatrix.results.synthetic import SynthJob, write_job
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MEASURED_RUN, SIMULATED_RUN = "20261120T011700Z-aaaaaa", "20261121T011700Z-bbbbbb"
@@ -49,12 +49,12 @@ def _texts(fig) -> list[str]:
 def test_a_plot_of_simulated_results_is_stamped_and_a_measured_one_is_not(runs) -> None:
     sim = view_figure(runs["simulated"], "throughput-vs-interactivity", THEMES["light"])
     texts = _texts(sim)
-    assert "SIMULATED: not measured on hardware" in texts  # the corner stamp
+    assert "SIMULATED · real time: not measured on hardware" in texts  # the corner stamp
     assert texts.count("SIMULATED") >= 1  # the watermark of the panel
     assert any(t.endswith("(simulated)") for t in texts)  # the title
     mixed = view_figure(runs["simulated"][:3] + runs["measured"], "throughput-vs-interactivity",
                         THEMES["dark"])
-    assert any(t.startswith("PARTLY SIMULATED: 3 of ") for t in _texts(mixed))
+    assert any(t.startswith("PARTLY SIMULATED: 3 of ") and "real time" in t for t in _texts(mixed))
     real = view_figure(runs["measured"], "throughput-vs-interactivity", THEMES["light"])
     assert not any("SIMULATED" in t.upper() for t in _texts(real))
 
@@ -62,12 +62,13 @@ def test_a_plot_of_simulated_results_is_stamped_and_a_measured_one_is_not(runs) 
 def test_report_files_of_a_simulated_run_carry_the_mark(runs, tmp_path: Path) -> None:
     out = build_report(runs["simulated"], tmp_path / "sim")
     with Image.open(out["pareto"]) as png:
-        assert png.text.get("Description") == "SIMULATED: not measured on hardware"
+        assert png.text.get("Description") == "SIMULATED · real time: not measured on hardware"
     for svg in (tmp_path / "sim" / "plots").glob("*.svg"):
         text = svg.read_text()
-        assert "SIMULATED: not measured on hardware" in text, svg.name
+        assert "SIMULATED · real time: not measured on hardware" in text, svg.name
     assert out["summary"].read_text().splitlines()[0] == (
-        "## infermatrix results · SIMULATED: simulated engine, not measured on hardware")
+        "## infermatrix results · SIMULATED: simulated engine in real time, not measured on "
+        "hardware")
     real = build_report(runs["measured"], tmp_path / "real")
     with Image.open(real["pareto"]) as png:
         assert "Description" not in png.text
@@ -78,7 +79,7 @@ def test_the_summary_of_a_mixed_run_says_how_much_was_simulated(runs) -> None:
     first = job_summary(runs["measured"] + runs["simulated"][:2]).splitlines()[0]
     total = len(runs["measured"]) + 2
     assert first == (f"## infermatrix results · PARTLY SIMULATED: 2 of {total} results from the "
-                     "simulated engine, not measured on hardware")
+                     "simulated engine in real time, not measured on hardware")
 
 
 def test_the_dashboard_badges_simulated_runs_points_and_rows(chromium: str, runs,
@@ -91,7 +92,13 @@ def test_the_dashboard_badges_simulated_runs_points_and_rows(chromium: str, runs
             await page.goto(out["dashboard"].as_uri())
             await page.wait_for("document.body.dataset.ready === '1'")
             badge = "document.getElementById('sim-badge')"
-            assert await page.eval(f"{badge}.textContent") == f"simulated: {n} of {2 * n} levels"
+            # a simulated server (launcher "synthetic" here, not "virtual") answered in real time
+            assert await page.eval(f"{badge}.textContent") == (
+                f"PARTLY SIMULATED: {n} of {2 * n} · real time")
+            banner = "document.getElementById('sim-banner')"
+            assert (await page.eval(f"{banner}.textContent")).startswith(
+                f"Partly simulated: {n} of the {2 * n} results shown come from the simulated "
+                "engine in real time")
             assert await page.eval(f"{badge}.getBoundingClientRect().width > 0")
             options = await page.eval("Array.from(document.getElementById('f-run').options)"
                                       ".map(o => o.textContent)")

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 from imx_results_data import RUN, messy_run
+from imx_support.synthetic import SynthJob, level_result, write_job
 
 from infermatrix.evals.record import EvalRecord, document, file_name
 from infermatrix.results.export import read_records_jsonl
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, level_result, write_job
 
 REPO = Path(__file__).resolve().parents[2]
 

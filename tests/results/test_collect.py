@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from imx_results_data import BLOCK, DISAGG_BLOCK, MESSY_COUNTS, RUN, level, messy_run
+from imx_support.synthetic import SynthJob, level_result, write_job
 
 from infermatrix.results import collect
 from infermatrix.results.collect import read_json, walk
-from infermatrix.results.synthetic import SynthJob, level_result, write_job
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

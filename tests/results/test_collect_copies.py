@@ -7,8 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
+from imx_support.synthetic import SynthJob, write_job
+
 from infermatrix.results.collect import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 RUN = "20261123T000000Z-copy01"
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from imx_support.synthetic import SynthJob, level_result, write_job
+
 from infermatrix.capacity import CapacitySearch, CapacitySettings, Footprint, Target
 from infermatrix.capacity.run import capacity_document
 from infermatrix.capacity.tiers import SLO20, SLO60
@@ -21,7 +23,6 @@ from infermatrix.evals.publish import run_gate
 from infermatrix.evals.record import EvalRecord, document, file_name
 from infermatrix.report import build_run_report
 from infermatrix.results.store import Store
-from infermatrix.results.synthetic import SynthJob, level_result, write_job
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = "20261201T000000Z-kinds1", "20261202T000000Z-kinds2"

@@ -12,9 +12,9 @@ from typing import Any
 from bounded import call, value_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from imx_support.synthetic import SynthJob, write_job
 
 from infermatrix.results.collect import collect
-from infermatrix.results.synthetic import SynthJob, write_job
 
 RUN = "20261123T000000Z-fuzz01"
 TOKENS = ["1e999", "-1e999", "1" + "0" * 400, "-" + "9" * 30, "1" + "0" * 5000, "NaN",
@@ -33,7 +33,7 @@ def _put(data: Any, path: tuple[Any, ...], value: Any) -> None:
 @st.composite
 def mutated_level(draw: st.DrawFn) -> bytes:
     """conc-2.json of the synthetic job, mutated."""
-    from infermatrix.results.synthetic import level_result
+    from imx_support.synthetic import level_result
 
     doc = level_result(SynthJob(concurrency=(1, 2, 4)), RUN, 2)
     if draw(st.booleans()):

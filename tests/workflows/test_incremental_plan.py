@@ -189,7 +189,7 @@ def test_nightly_workflow_plans_incrementally(nightly: list[Job], tmp_path: Path
 def test_reads_the_results_store(tmp_path: Path) -> None:
     """The planner reads what `infermatrix collect` writes (infermatrix/results/store.py)."""
     collect = pytest.importorskip("infermatrix.results.collect")
-    synthetic = pytest.importorskip("infermatrix.results.synthetic")
+    synthetic = pytest.importorskip("imx_support.synthetic")
     run = tmp_path / "results" / "run-1"
     complete = synthetic.SynthJob()
     partial = synthetic.SynthJob(hardware="B200")

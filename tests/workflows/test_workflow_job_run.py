@@ -113,7 +113,7 @@ def test_collect_job_steps_run_on_downloaded_results(repo_root: Path, tmp_path: 
     """The collect job's own scripts, run in order on a results tree shaped like the merged
     `result-*` artifacts: first publish (no history), then a night with a published history."""
     pytest.importorskip("infermatrix.commands.results")
-    synthetic = pytest.importorskip("infermatrix.results.synthetic")
+    synthetic = pytest.importorskip("imx_support.synthetic")
     run_id = "gh-7"
     for job in synthetic.matrix_jobs(1, levels=(1, 4)):
         synthetic.write_job(tmp_path / "results" / run_id, job)

@@ -208,3 +208,69 @@ def matrix_jobs(n: int, levels: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128)) -
     """``n`` distinct jobs over models × workloads × hardware × engines, each with ``levels``."""
     return [SynthJob(**{**asdict(j), "concurrency": tuple(levels)})
             for j in itertools.islice(_combos(), n)]
+
+
+# ---------------------------------------------------------------- capacity and eval documents
+
+CAPACITY_TIERS = (("SLO20", 20.0, 10.0), ("SLO60", 60.0, 3.0))  # name, P25 tok/s, P95 TTFT s
+
+
+def capacity_document(job: SynthJob, run_id: str, levels: Sequence[int] = (8, 16, 32, 64)
+                      ) -> dict[str, Any]:
+    """A capacity search's document (``results.agentic`` reads it) for ``job``: each tier passes
+    up to a level that grows with the job's speed."""
+    from infermatrix.results.agentic import SCHEMA
+
+    gpus = job.gpus["total"]
+    usd = PRICES.get(job.hardware, 4.0) * gpus
+    rows, tiers = [], []
+    for conc in levels:
+        speed = 120.0 * job.speed / (1 + conc / 16)
+        ttft = 0.4 + conc / (20.0 * job.speed)
+        rows.append({"concurrency": conc, "completed": 4 * conc, "error_rate": 0.0,
+                     "p25_output_speed": speed, "p95_ttft_ms": ttft * 1000,
+                     "cached_token_ratio": 0.8, "avg_power_w": None,
+                     "tiers": {name: {"passed": speed >= s and ttft <= t,
+                                      "reason": "" if speed >= s and ttft <= t else "too slow"}
+                               for name, s, t in CAPACITY_TIERS}})
+    for name, s, t in CAPACITY_TIERS:
+        passed = [r["concurrency"] for r in rows if r["tiers"][name]["passed"]]
+        failing = [r["concurrency"] for r in rows if not r["tiers"][name]["passed"]]
+        agents = max(passed, default=0)
+        tiers.append({"tier": {"name": name, "min_output_speed": s, "max_ttft_s": t},
+                      "passing_concurrency": agents, "first_failing": min(failing, default=None),
+                      "bounded": bool(failing), "gpus": gpus, "agents_per_gpu": agents / gpus,
+                      "usd_per_hour": usd, "agents_per_usd_hour": agents / usd})
+    return {"schema": SCHEMA, "source": "synthetic", "tiers": tiers, "levels": rows,
+            "infermatrix": {"run_id": run_id, "recipe": job.recipe, "model": job.model,
+                            "hardware": job.hardware, "engine": job.engine,
+                            "precision": job.precision, "mode": job.mode,
+                            "workload": "agentic-coding", "simulated": job.simulated,
+                            "launcher": "synthetic", "time_scale": 1.0}}
+
+
+def write_capacity(run_dir: Path, job: SynthJob) -> Path:
+    """A capacity job's folder with its ``capacity.json``."""
+    path = Path(run_dir) / "jobs" / f"{job.job_id}.capacity" / "capacity.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(capacity_document(job, Path(run_dir).name)), encoding="utf-8")
+    return path
+
+
+def write_eval(run_dir: Path, job: SynthJob, score: float = 0.95) -> Path:
+    """An eval file (gsm8k after the job's largest level) in the job's folder."""
+    from infermatrix.evals.record import EvalRecord, document, file_name
+
+    block = level_result(job, Path(run_dir).name, job.concurrency[-1])["infermatrix"]
+    rec = EvalRecord.model_validate({
+        **{k: block[k] for k in ("run_id", "job_id", "fingerprint", "recipe", "model", "hardware",
+                                 "engine", "engine_version", "image", "precision", "workload",
+                                 "runner", "simulated")},
+        "concurrency": job.concurrency[-1], "task": "gsm8k", "lm_eval_task": "gsm8k",
+        "metric": "exact_match,flexible-extract", "status": "ok", "score": score,
+        "stderr": 0.006, "n_samples": 1319, "started_at": block["finished_at"],
+        "finished_at": block["finished_at"]})
+    path = Path(run_dir) / "jobs" / job.job_id / file_name(rec.task, rec.concurrency)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document(rec, None)), encoding="utf-8")
+    return path
