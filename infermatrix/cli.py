@@ -26,7 +26,7 @@ PASSTHROUGH: dict[str, tuple[str, str, str]] = {
     "collect": ("infermatrix.commands.results", "collect_main", "result files (levels, capacity, evals) into the history store"),
     "report": ("infermatrix.commands.results", "report_main", "plots, dashboard and job summary"),
     "compare": ("infermatrix.commands.results", "compare_main", "regressions between two runs"),
-    "capacity": ("infermatrix.capacity.cli", "main",
+    "capacity": ("infermatrix.commands.capacity", "main",
                  "agentic capacity: the most concurrent sessions that meet each SLO tier"),
 }
 

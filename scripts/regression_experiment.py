@@ -2,7 +2,7 @@
 """Does the regression gate flap, and does it catch a real slowdown? (issue 30)
 
 Simulates a sequence of nightly runs of a subset of the nightly sweep in virtual time
-(``run_virtual_job``, the same result files a nightly writes), each night on a "machine" a
+(``run_in_virtual_time``, the same result files a nightly writes), each night on a "machine" a
 little faster or slower than the night before (``INFERMATRIX_SIM_NIGHT_NOISE``: a seeded
 factor per recipe and night, log-normal with ``--sigma``), and collects them into a history
 store as collect.yml does. Then, for each of ``--pairs`` consecutive nights, it runs the gate
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from infermatrix.catalog.loader import Catalog, load_catalog
 from infermatrix.commands.results import compare_main
-from infermatrix.launch.virtual import run_virtual_job
+from infermatrix.launch.loop import run_in_virtual_time
 from infermatrix.launch.virtual_pool import LevelPool
 from infermatrix.plan.jobs import Filters, Job, plan_sweep
 from infermatrix.results.collect import collect
@@ -73,8 +73,7 @@ def simulate_night(cat: Catalog, jobs: list[Job], out: Path, rid: str, env: dict
         pool = LevelPool(cat, jobs, workers) if workers > 1 else None
         try:
             for job in jobs:
-                run_virtual_job(cat, job, out, rid, log=lambda _m: None,
-                                **({"measure": pool.measure} if pool else {}))
+                run_in_virtual_time(cat, job, out, rid, log=lambda _m: None, pool=pool)
         finally:
             if pool is not None:
                 pool.close()

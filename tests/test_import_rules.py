@@ -3,7 +3,8 @@
 - at import time: each package, every module of it, is imported in a fresh interpreter and
   ``sys.modules`` must hold no package it may not use;
 - in the source: every import statement (module level or inside a function, ``TYPE_CHECKING``
-  blocks aside) must respect the same table, and the packages' import graph has no cycle.
+  blocks aside) must respect the same table, the packages' import graph has no cycle, and
+  neither has the graph of modules inside any one package.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "results": set(),
     "evals": {"catalog"},
     "report": {"catalog", "engines", "results"},
-    "launch": {"catalog", "plan", "engines", "client", "sim", "evals", "report"},
-    "capacity": {"catalog", "plan", "engines", "client", "sim", "launch", "results", "report"},
+    # launch runs every measurement (levels, the capacity search) through its one loop
+    "launch": {"catalog", "plan", "engines", "client", "sim", "evals", "capacity"},
+    "capacity": {"catalog", "plan", "client", "sim"},
 }
 CLI_LAYER = {"cli", "commands"}  # the command line: may import every package
 # the walls issue 13 names, checked on their own so a failure says which one fell
@@ -38,6 +40,9 @@ NEVER: list[tuple[str, str]] = [
     ("catalog", "client"), ("catalog", "engines"), ("catalog", "plan"), ("catalog", "launch"),
     ("results", "report"), ("engines", "report"), ("evals", "results"), ("results", "evals"),
     ("sim", "client"),
+    # issue 29: launch runs capacity, never the reverse; a measurement neither stores nor draws
+    ("capacity", "launch"), ("capacity", "report"), ("launch", "report"), ("results", "report"),
+    ("capacity", "results"), ("launch", "results"),
 ]
 
 
@@ -223,6 +228,64 @@ def test_no_import_cycle_between_packages() -> None:
     hops = zip(cycle or [], (cycle or [])[1:], strict=False)
     edges = [f"{a} -> {b} in {', '.join(graph[a][b])}" for a, b in hops]
     assert cycle is None, "import cycle: " + "; ".join(edges)
+
+
+def _module_imports(path: Path) -> set[str]:
+    """The modules of ``path``'s own package that ``path`` imports anywhere (``TYPE_CHECKING``
+    blocks aside), as dotted names below the package (``backends.base``)."""
+    rel = path.relative_to(SRC)
+    package = rel.parts[0]
+    here = list(rel.parts[:-1])  # the folder a relative import starts from
+    modules = {".".join(p.relative_to(SRC / package).with_suffix("").parts)
+               for p in (SRC / package).rglob("*.py")}
+    out: set[str] = set()
+
+    def resolve(dotted: list[str]) -> None:
+        if dotted[:1] != [package]:
+            return
+        for end in range(len(dotted), 1, -1):  # the longest prefix that is a module
+            name = ".".join(dotted[1:end])
+            if name in modules or f"{name}.__init__" in modules:
+                out.add(name if name in modules else f"{name}.__init__")
+                return
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                mod = node.module.split(".") if node.module else []
+                for alias in node.names:
+                    resolve([*base, *mod, alias.name])
+            elif node.module and node.module.startswith(f"infermatrix.{package}"):
+                for alias in node.names:
+                    resolve([*node.module.split(".")[1:], alias.name])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                resolve(alias.name.split(".")[1:] if alias.name.startswith("infermatrix.") else [])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    me = ".".join(rel.with_suffix("").parts[1:])
+    return out - {me}
+
+
+@pytest.mark.parametrize("package", sorted(p.name for p in SRC.iterdir()
+                                           if (p / "__init__.py").is_file()))
+def test_no_import_cycle_inside_a_package(package: str) -> None:
+    """Modules of one package import each other one way (a cycle is two modules that are
+    one): late imports inside functions count too."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((SRC / package).rglob("*.py")):
+        name = ".".join(path.relative_to(SRC / package).with_suffix("").parts)
+        # a package's __init__ re-exports its modules: it sits above them, not beside them
+        graph[name] = {m for m in _module_imports(path) if not m.endswith("__init__")}
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import cycle in {package}/: " + " -> ".join(cycle or [])
 
 
 def test_the_scan_sees_late_imports_and_the_check_finds_cycles(tmp_path: Path) -> None:

@@ -3,12 +3,13 @@ while every SLO tier holds (AA-AgentPerf methodology), normalised per GPU, kW an
 
     from infermatrix.capacity import CapacitySettings, Target, find_capacity_sync
     doc = find_capacity_sync(Target(BenchConfig(base_url=...)), source, [SLO20, SLO60],
-                             Deployment(gpus=8), CapacitySettings(duration_s=60))
+                             Footprint(gpus=8), CapacitySettings(duration_s=60))
 
-Uses the client (sessions) and, to search a simulated recipe, the launch module.
+Uses the client (sessions), the planner's measurement and the simulator (virtual time); it
+launches nothing: launch/ runs a capacity job through its one loop (launch/loop.py).
 """
 
-from .normalise import Deployment, normalise
+from .normalise import Footprint, normalise
 from .run import CapacitySettings, Target, find_capacity, find_capacity_sync
 from .search import CapacitySearch, SearchResult, TierResult
 from .tiers import DEFAULT_TIERS, SLO20, SLO60, SloTier, judge
@@ -19,7 +20,7 @@ __all__ = [
     "SLO60",
     "CapacitySearch",
     "CapacitySettings",
-    "Deployment",
+    "Footprint",
     "SearchResult",
     "SloTier",
     "Target",

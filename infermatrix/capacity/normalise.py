@@ -7,7 +7,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Deployment:
+class Footprint:
     """What the numbers are divided by. ``gpus`` counts all prefill and decode GPUs."""
 
     gpus: int
@@ -18,7 +18,7 @@ class Deployment:
         return self.gpus * self.usd_per_gpu_hour if self.usd_per_gpu_hour else None
 
 
-def normalise(agents: int, dep: Deployment, avg_power_w: float | None = None) -> dict[str, Any]:
+def normalise(agents: int, dep: Footprint, avg_power_w: float | None = None) -> dict[str, Any]:
     """``avg_power_w``: mean total power of all the deployment's GPUs at the passing level, when
     measured; never estimated from TDP (an estimate would rank hardware by its datasheet)."""
     kw = avg_power_w / 1000.0 if avg_power_w else None

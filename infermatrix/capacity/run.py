@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from time import perf_counter
 from typing import Any
 
@@ -24,11 +24,10 @@ from ..client.runner import resolve_model
 from ..client.session_sources import SessionSource
 from ..client.sessions import LevelOutcome, LevelPlan, run_level, summarize
 from ..client.tokenizer import Tokenizer, load_tokenizer
-from ..launch.drain import drain, flush_prefix_cache
 from ..plan.measurement import CapacityMeasurement
 from ..progress import Progress
 from .eta import Tracked
-from .normalise import Deployment, normalise
+from .normalise import Footprint, normalise
 from .search import CapacitySearch, SearchResult
 from .tiers import SloTier, judge, level_line
 
@@ -37,6 +36,8 @@ SCHEMA_VERSION = 1
 
 # (t0, t1) perf_counter → mean total GPU power in W over that span, or None
 PowerProbe = Callable[[float, float], float | None]
+# what runs on the server before each level (drain, flush); its record goes into the level
+Between = Callable[[], dict[str, Any]]
 
 
 @dataclass
@@ -54,6 +55,7 @@ class CapacitySettings:
     max_context_tokens: int | None = None
     seed: int = 0
     time_scale: float = 1.0  # of a simulated engine: tool delays shrink with it
+    time_budget_s: float | None = None  # no new level once the search has run this long
 
     def level_plan(self, agents: int, salt: str = "lvl0") -> LevelPlan:
         """One level of ``agents`` under these settings (the client's and the virtual's)."""
@@ -67,10 +69,9 @@ class Target:
     """Where to send load and how to treat the server between levels."""
 
     cfg: BenchConfig
-    engine: str | None = None  # for the flush endpoint: vllm, sglang, sim; None: salt only
-    worker_urls: list[str] = field(default_factory=list)  # drained and flushed; default: cfg's
     affinity: Affinity = NONE
     power: PowerProbe | None = None
+    between: Between | None = None  # the job loop's drain and flush (launch/loop.py)
 
 
 class LevelRunner:
@@ -95,12 +96,7 @@ class LevelRunner:
         self.outcomes: dict[int, LevelOutcome] = {}
 
     async def __call__(self, agents: int) -> dict[str, Any]:
-        urls = self.t.worker_urls or [self.t.cfg.root_url]
-        between: dict[str, Any] = {
-            "drain": await asyncio.to_thread(drain, urls, self.s.drain_timeout_s)
-        }
-        if self.s.flush_cache and self.t.engine:
-            between["flush"] = await asyncio.to_thread(flush_prefix_cache, urls, self.t.engine)
+        between = await asyncio.to_thread(self.t.between) if self.t.between else {}
         plan = self.s.level_plan(agents, salt=f"x{self.run_salt}L{len(self.outcomes)}c{agents}")
         t0 = perf_counter()
         out = await run_level(
@@ -128,7 +124,7 @@ async def find_capacity(
     target: Target,
     source: SessionSource,
     tiers: Sequence[SloTier],
-    deployment: Deployment,
+    deployment: Footprint,
     settings: CapacitySettings | None = None,
     *,
     log: Callable[[str], None] | None = None,
@@ -155,6 +151,7 @@ async def find_capacity(
             resolution=s.resolution,
             resolution_pct=s.resolution_pct,
             max_error_rate=s.max_error_rate,
+            time_budget_s=s.time_budget_s,
         )
         result = await search.run()
     return capacity_document(result, deployment, s, target, source, model, meta or {})
@@ -167,7 +164,7 @@ def settings_of(m: CapacityMeasurement, time_scale: float = 1.0) -> CapacitySett
         duration_s=ses.duration_s, warmup_s=ses.warmup_s, mid_session=ses.mid_session,
         start=m.start, max_concurrency=m.max_concurrency, resolution=m.resolution,
         resolution_pct=m.resolution_pct or 0.0, max_error_rate=m.max_error_rate, max_context_tokens=ses.max_context_tokens,
-        seed=ses.seed, time_scale=time_scale)
+        seed=ses.seed, time_scale=time_scale, time_budget_s=m.time_budget_s)
 
 
 def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
@@ -176,7 +173,7 @@ def find_capacity_sync(*args: Any, **kw: Any) -> dict[str, Any]:
 
 def capacity_document(
     result: SearchResult,
-    deployment: Deployment,
+    deployment: Footprint,
     s: CapacitySettings,
     target: Target,
     source: SessionSource,

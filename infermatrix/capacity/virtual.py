@@ -42,9 +42,10 @@ from ..client.sessions import (
     summarize,
 )
 from ..client.tokenizer import Tokenizer, load_tokenizer
+from ..plan.jobs import conc_params
 from ..plan.measurement import CapacityMeasurement, capacity_measurement
 from ..sim import SegmentHasher, SimConfig, SimRequest, SimRun, segment_hashes, simulate
-from .recipe import affinity_of, deployment_of, identity
+from .recipe import affinity_of, footprint_of, identity
 from .run import CapacitySettings, Target, capacity_document, settings_of
 from .search import CapacitySearch
 from .sources import source_of
@@ -310,9 +311,10 @@ class VirtualLevels:
         self.plans: dict[tuple[LaneSession, int], _SessionPlan] = {}  # and their requests
 
     def _config(self, agents: int) -> SimConfig:
-        sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents})
+        params = conc_params(None, agents)  # a fresh deployment per level
+        sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params)
         if sim.block_size < CACHE_BLOCK_TOKENS:
-            sim = SimConfig.from_recipe(self.cat, self.recipe_id, params={"CONC": agents},
+            sim = SimConfig.from_recipe(self.cat, self.recipe_id, params=params,
                                         block_size=CACHE_BLOCK_TOKENS)
         self.model, self.block_size = sim.served_model_name, sim.block_size
         return sim
@@ -382,7 +384,7 @@ def virtual_capacity(cat: Catalog, recipe_id: str, workload_name: str, *,
     ident["infermatrix"].update((meta or {}).get("infermatrix", {}))
     target = Target(BenchConfig(base_url=f"virtual://{recipe_id}"),
                     affinity=affinity_of(cat, recipe_id))
-    doc = capacity_document(result, deployment_of(cat, recipe_id), s, target, source,
+    doc = capacity_document(result, footprint_of(cat, recipe_id), s, target, source,
                             levels.model or recipe_id, {**(meta or {}), **ident})
     doc["sessions"] = m.sessions.model_dump(mode="json")
     doc["virtual"] = {"cache_block_tokens": levels.block_size}

@@ -12,12 +12,12 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .contents import Catalog, Origin
 from .safety import UnsafeValue, safe_id
 from .schema import (
     Fleet,
@@ -41,35 +41,6 @@ FLEETS_FILE = Path("runners/fleets.yaml")
 RECIPES_DIR = Path("benchmarks")
 
 _NAME: TypeAdapter[str] = TypeAdapter(Name)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where an entry was defined, so cross-file checks can point at the right line."""
-
-    doc: SourceDoc
-    prefix: Loc = ()
-    note: str = ""  # e.g. "(variant x/y)" for a recipe family's member
-
-    def problem(self, loc: Loc, message: str) -> Problem:
-        return self.doc.problem((*self.prefix, *loc), f"{message} {self.note}".rstrip())
-
-
-@dataclass
-class Catalog:
-    root: Path
-    hardware: dict[str, Hardware] = field(default_factory=dict)
-    models: dict[str, Model] = field(default_factory=dict)
-    workloads: dict[str, Workload] = field(default_factory=dict)
-    fleets: dict[str, Fleet] = field(default_factory=dict)
-    recipes: dict[str, Recipe] = field(default_factory=dict)
-    sweeps: dict[str, Sweep] = field(default_factory=dict)
-    origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
-    # entries that exist but failed validation: references to them are not reported again
-    broken: set[tuple[str, str]] = field(default_factory=set)
-
-    def origin(self, kind: str, name: str) -> Origin:
-        return self.origins[(kind, name)]
 
 
 def default_root() -> Path:
@@ -311,7 +282,7 @@ def load_catalog(root: Path | None = None, files: Iterable[Path] | None = None) 
     ``files`` overrides the file set (each file's kind comes from its name and folder);
     by default every catalog file under ``root`` is read.
     """
-    from .validate import cross_validate  # validate imports Catalog from here
+    from .validate import cross_validate  # late: the checks load only when a catalog does
 
     root = (root or default_root()).resolve()
     cat = Catalog(root=root)

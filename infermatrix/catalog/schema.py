@@ -24,6 +24,7 @@ from pydantic import (
 
 from .accuracy import EvalPolicy
 from .distributions import check_distribution
+from .placeholders import names_in
 from .safety import (
     AbsPath,
     CatalogPath,
@@ -83,7 +84,6 @@ Scalar = str | int | float | bool
 EnvMap = dict[EnvName, Annotated[Scalar, NoControls]]
 ArgValue = Scalar | list[Any] | dict[str, Any] | None
 
-PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
 
 
 class Strict(BaseModel):
@@ -380,7 +380,7 @@ class Recipe(Strict):
             parts += [self.router.args, self.router.env, self.router.config]
         if self.container:
             parts.append(self.container.mounts)
-        return {name for text in strings_in(parts) for name in PLACEHOLDER.findall(text)}
+        return {name for text in strings_in(parts) for name in names_in(text)}
 
     @property
     def launch_per_concurrency(self) -> bool:

@@ -6,7 +6,7 @@ import fnmatch
 import math
 from pathlib import Path
 
-from .loader import Catalog, Origin
+from .contents import Catalog, Origin
 from .schema import PRECISIONS, Recipe, SweepEntry
 from .yamlsrc import Loc, Problem
 

@@ -7,10 +7,10 @@ Standalone: imports nothing else of the infermatrix package.
     write_result(result, "out.json")
 """
 
+from .bench import run_benchmark, run_benchmark_sync
 from .config import BenchConfig, Timeouts
 from .errors import ClientInputError
 from .result import SCHEMA_VERSION, write_result
-from .runner import run_benchmark, run_benchmark_sync
 
 __all__ = [
     "SCHEMA_VERSION",

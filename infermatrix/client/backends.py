@@ -13,6 +13,15 @@ from typing import Any
 from .config import BenchConfig
 from .records import RequestSpec
 
+# the backend that speaks a catalog workload's endpoint: the one mapping (launch's levels and
+# capacity searches, the capacity command, the benchmark commands the catalog page prints)
+ENDPOINT_BACKENDS = {"completions": "vllm", "chat": "openai-chat"}
+
+
+def backend_for(endpoint: str) -> str:
+    """The client backend for a workload ``endpoint`` (completions | chat)."""
+    return ENDPOINT_BACKENDS[endpoint]
+
 
 def build_body(
     cfg: BenchConfig, model: str, spec: RequestSpec, max_tokens: int | None = None

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import affinity
+from .bench import run_benchmark_sync
 from .config import BACKENDS, METRICS, TOKENIZER_MODES, BenchConfig, Timeouts
 from .errors import ClientInputError
 from .result import append_jsonl, default_filename, write_result
-from .runner import run_benchmark_sync
 from .session_sources import SessionOptions, parse_synthetic
 from .sessions import format_agentic
 from .unsupported import unsupported_reason

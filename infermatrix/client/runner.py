@@ -10,20 +10,16 @@ import asyncio
 import gc
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
 
-from . import eventloop
 from .backends import build_body
 from .config import BenchConfig
 from .datasets import build_requests
 from .deferred import DeferredParser
 from .errors import ClientInputError
 from .http import HTTPClient, HTTPError, collector
-from .metrics import compute, per_request_details
 from .progress import Progress
 from .records import RequestRecord, RequestSpec
 from .request import get_json, make_client, send, transfer
-from .result import build_result
 from .tokenizer import WORDS_WARNING, Tokenizer, WordTokenizer, load_tokenizer
 
 PROBE_MAX_TOKENS = 4
@@ -48,44 +44,6 @@ class RunOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
-    """Run the benchmark described by ``cfg`` and return the result dict (not written)."""
-    if cfg.dataset_name == "multi-turn":  # closed-loop sessions: no request list to dispatch
-        from .sessions import run_multi_turn  # noqa: PLC0415 - sessions imports this module
-
-        return await run_multi_turn(cfg)
-    outcome = await execute(cfg)
-    metrics = compute(
-        outcome.records,
-        outcome.t0,
-        outcome.t_end,
-        outcome.tokenizer,
-        cfg.metric_percentiles,
-        cfg.percentile_metrics,
-        cfg.goodput,
-    )
-    if metrics["output_token_mismatch"]:
-        outcome.notes.append(
-            f"{metrics['output_token_mismatch']} requests: usage.completion_tokens and the "
-            f"re-tokenized output ({outcome.tokenizer.name}) disagree; is --tokenizer the model's?"
-        )
-    details = per_request_details(outcome.records, outcome.tokenizer) if cfg.save_detailed else None
-    return build_result(
-        cfg,
-        outcome.model_id,
-        outcome.tokenizer.name,
-        metrics,
-        details,
-        warmup_failed=outcome.warmup_failed,
-        notes=outcome.notes,
-        window=(outcome.t0, outcome.t_end),
-    )
-
-
-def run_benchmark_sync(cfg: BenchConfig) -> dict[str, Any]:
-    return eventloop.run(run_benchmark(cfg))
-
-
 async def execute(cfg: BenchConfig) -> RunOutcome:
     """Everything up to the raw records (the accuracy script uses this directly)."""
     # a bad tokenizer or dataset fails before the server is asked anything, when the tokenizer
@@ -106,7 +64,7 @@ async def execute(cfg: BenchConfig) -> RunOutcome:
         if cfg.num_workers > 1:
             from .workers import run_in_workers  # noqa: PLC0415 - only when asked for
 
-            records, t0, t_end = await run_in_workers(cfg, prepared)
+            records, t0, t_end = await run_in_workers(cfg, prepared, timed_run)
         else:
             # Connections for the first wave are opened now, not on the clock.
             await client.preconnect(cfg.url, min(cfg.max_concurrency or 256, len(prepared)))

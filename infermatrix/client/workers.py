@@ -17,6 +17,7 @@ import asyncio
 import pickle
 import struct
 import sys
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,10 @@ from .records import RequestRecord
 
 if TYPE_CHECKING:
     from .runner import Prepared
+
+# the measured loop a worker runs: runner.timed_run, handed over by the parent (by reference:
+# a worker imports it when it unpickles it), so this module never imports the runner
+TimedRun = Callable[..., Awaitable[tuple[list[RequestRecord], float, float]]]
 
 START_MARGIN_S = 0.05  # t0 is this far after every worker reported ready
 READY_TIMEOUT_S = 120.0
@@ -49,7 +54,7 @@ def split(cfg: BenchConfig, prepared: list[Prepared]) -> list[tuple[int | None, 
 
 
 async def run_in_workers(
-    cfg: BenchConfig, prepared: list[Prepared]
+    cfg: BenchConfig, prepared: list[Prepared], timed_run: TimedRun
 ) -> tuple[list[RequestRecord], float, float]:
     # Workers are plain `python -m infermatrix.client.workers` children talking over their
     # stdin/stdout: no fork of a process with a running loop, and no re-import of the caller's
@@ -66,7 +71,7 @@ async def run_in_workers(
                 stdout=asyncio.subprocess.PIPE,
             )
             sub = cfg.model_copy(update={"max_concurrency": conc, "num_workers": 1})
-            _send(p.stdin, (sub.model_dump(), shard))  # type: ignore[arg-type]
+            _send(p.stdin, (sub.model_dump(), shard, timed_run))  # type: ignore[arg-type]
             procs.append(p)
         for p in procs:
             msg = await _recv_or(p.stdout, READY_TIMEOUT_S)  # type: ignore[arg-type]
@@ -120,14 +125,13 @@ async def _recv_or(r: asyncio.StreamReader, timeout: float | None) -> Any:
 async def _worker() -> None:
     """One worker process: read its shard, pre-connect, wait for t0, run, send the records."""
     from .request import make_client
-    from .runner import timed_run
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 30)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     out = sys.stdout.buffer
     try:
-        cfg_dict, shard = await _recv(reader)
+        cfg_dict, shard, timed_run = await _recv(reader)
         cfg = BenchConfig(**cfg_dict)
         async with make_client(cfg.timeouts) as client:
             await client.preconnect(cfg.url, cfg.max_concurrency or len(shard))

@@ -138,4 +138,4 @@ def served_model(catalog: Catalog, recipe: Recipe, worker: Process, bindings: Ma
             return argv[i + 1]
         if tok.startswith("--served-model-name="):
             return tok.split("=", 1)[1]
-    return bindings.get("MODEL") or recipe.checkpoint or catalog.models[recipe.model].hf_id
+    return bindings.get("MODEL") or catalog.checkpoint(recipe)

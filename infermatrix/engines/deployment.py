@@ -7,17 +7,16 @@ give the same thing as text for people and the catalog page.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..catalog.placeholders import BRACED
 from .flags import DOCKER, render_flag
 
 Role = Literal["both", "prefill", "decode", "router"]
 
-_BRACED = re.compile(r"(\$\{[A-Z][A-Z0-9_]*\})")
 
 
 @dataclass(frozen=True)
@@ -119,10 +118,10 @@ def quote(token: str, expand: Collection[str] = ()) -> str:
     """shlex.quote, except that the placeholders named in ``expand`` stay expandable, inside
     double quotes so their values are never re-parsed: ``--port "${PORT}"``. Nothing else
     can expand, including a ``${X}`` that arrived inside a bound value."""
-    parts = [p for p in _BRACED.split(token) if p]
+    parts = [p for p in BRACED.split(token) if p]
     if not parts:
         return "''"
-    return "".join(f'"{p}"' if _BRACED.fullmatch(p) and p[2:-1] in expand else shlex.quote(p)
+    return "".join(f'"{p}"' if BRACED.fullmatch(p) and p[2:-1] in expand else shlex.quote(p)
                    for p in parts)
 
 

@@ -17,13 +17,11 @@ a shell here; ``shell_command`` quotes when a line of shell is needed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# ${NAME} or $NAME, as the seeds write them; recipes use ${NAME}
-PLACEHOLDER = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
+from ..catalog.placeholders import fill, names_in
 
 
 class RenderError(ValueError):
@@ -107,7 +105,7 @@ def substitute(value: Any, bindings: Mapping[str, str]) -> Any:
     on a command line anyway, and YAML config files get typed values via ``typed``.
     """
     if isinstance(value, str):
-        return PLACEHOLDER.sub(lambda m: _bound(m, bindings), value)
+        return fill(value, lambda name: bindings.get(name, "${" + name + "}"))
     if isinstance(value, dict):
         return {substitute(k, bindings): substitute(v, bindings) for k, v in value.items()}
     if isinstance(value, list):
@@ -117,15 +115,10 @@ def substitute(value: Any, bindings: Mapping[str, str]) -> Any:
     return value
 
 
-def _bound(m: re.Match[str], bindings: Mapping[str, str]) -> str:
-    name = m.group(1) or m.group(2)
-    return bindings[name] if name in bindings else "${" + name + "}"
-
-
 def placeholders_in(value: Any) -> set[str]:
     found: set[str] = set()
     if isinstance(value, str):
-        found.update(a or b for a, b in PLACEHOLDER.findall(value))
+        found.update(names_in(value))
     elif isinstance(value, dict):
         for k, v in value.items():
             found |= placeholders_in(k) | placeholders_in(v)

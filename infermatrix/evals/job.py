@@ -14,16 +14,16 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
-from .plan import LevelPlan
+from .plan import EvalsByLevel
 from .record import EvalRecord, document, file_name, identity_fields
-from .step import Target, now, run_eval
+from .step import EvalServer, now, run_eval
 
 Log = Callable[[str], None]
 
 
 @dataclass
 class JobEvals:
-    plan: LevelPlan
+    plan: EvalsByLevel
     root: Path
     thresholds: dict[tuple[int, str], float | None] = field(default_factory=dict)
     problem: str | None = None  # why the planned evals cannot run (recorded as failed evals)
@@ -32,7 +32,7 @@ class JobEvals:
     @classmethod
     def for_job(cls, cat: Catalog, job: Any, log: Log) -> JobEvals:
         """The evals the planner wrote into the job (``job.evals``); no sweep file is read."""
-        plan: LevelPlan = {}
+        plan: EvalsByLevel = {}
         thresholds: dict[tuple[int, str], float | None] = {}
         problem = None
         for step in job.evals:
@@ -46,7 +46,7 @@ class JobEvals:
             log(f"  eval set-up failed: {problem}")
         return cls(plan, cat.root, thresholds, problem)
 
-    def after_level(self, concurrency: int, target: Target, identity: dict[str, Any],
+    def after_level(self, concurrency: int, target: EvalServer, identity: dict[str, Any],
                     job_dir: Path, log: Log) -> list[dict[str, Any]]:
         """Run this level's evals (if any); manifest entries for them."""
         if concurrency not in self.plan:
@@ -66,6 +66,16 @@ class JobEvals:
             self.records.append(rec)
             entries.append(_entry(rec))
         return entries
+
+    def skipped(self, concurrency: int, reason: str, log: Log) -> list[dict[str, Any]]:
+        """This level's evals (if any) recorded as skipped with ``reason`` (the job has no
+        server to evaluate, as in virtual time): a step never vanishes without a word."""
+        if concurrency not in self.plan:
+            return []
+        names = ["setup"] if self.problem is not None else [n for n, _ in self.plan[concurrency]]
+        log(f"  evals after c={concurrency} skipped: {reason}")
+        return [{"task": name, "concurrency": concurrency, "status": "skipped", "score": None,
+                 "file": None, "error": None, "reason": reason} for name in names]
 
 
 def _entry(rec: EvalRecord) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..catalog.accuracy import AccuracyConfig, EvalPolicy, EvalTask
 
-LevelPlan = dict[int, list[tuple[str, EvalTask]]]
+EvalsByLevel = dict[int, list[tuple[str, EvalTask]]]
 
 
 def policy_of(entry: Any | None) -> EvalPolicy | None:
@@ -22,7 +22,7 @@ def policy_of(entry: Any | None) -> EvalPolicy | None:
 
 
 def plan_levels(policy: EvalPolicy | None, accuracy: AccuracyConfig, workload: str,
-                entry_concurrency: list[int], job_concurrency: list[int]) -> LevelPlan:
+                entry_concurrency: list[int], job_concurrency: list[int]) -> EvalsByLevel:
     """Level → tasks to run after it, for one job. Empty when the job does not evaluate."""
     if policy is None or not policy.enabled:
         return {}

@@ -26,7 +26,7 @@ def now() -> str:
 
 
 @dataclass(frozen=True)
-class Target:
+class EvalServer:
     """The server under test, as the job knows it."""
 
     base_url: str
@@ -34,7 +34,7 @@ class Target:
     endpoint: str  # completions | chat (the workload's)
 
 
-def _outcome(task: EvalTask, harness: Harness, target: Target, concurrency: int, root: Path,
+def _outcome(task: EvalTask, harness: Harness, target: EvalServer, concurrency: int, root: Path,
              out: Path, log_path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(fields for the record, lm-eval's results JSON or None) for one harness run."""
     include = None
@@ -62,7 +62,7 @@ def _outcome(task: EvalTask, harness: Harness, target: Target, concurrency: int,
             "lm_eval_version": score.lm_eval_version}, doc
 
 
-def run_eval(task_name: str, task: EvalTask, *, target: Target, identity: dict[str, Any],
+def run_eval(task_name: str, task: EvalTask, *, target: EvalServer, identity: dict[str, Any],
              concurrency: int, job_dir: Path, catalog_root: Path, threshold: float | None,
              harness: Harness | None = None,
              log: Callable[[str], None] = lambda m: None) -> EvalRecord:

@@ -20,6 +20,7 @@ from ..catalog.loader import Catalog
 from ..catalog.schema import Workload
 from ..catalog.validate import entry_recipes
 from ..client import BenchConfig
+from ..client.backends import backend_for
 from ..client.cli import config_argv
 from ..engines import Deployment, quote, served_model
 
@@ -30,7 +31,7 @@ def workload_config(wl: Workload, conc: int, base_url: str | None = None,
                     model: str | None = None, tokenizer: str | None = None) -> BenchConfig:
     """A client ``BenchConfig`` for ``wl`` at concurrency ``conc`` (tokenizer None: the model's)."""
     return BenchConfig(
-        backend="openai-chat" if wl.endpoint == "chat" else "vllm",
+        backend=backend_for(wl.endpoint),
         base_url=base_url, model=model, tokenizer=tokenizer,
         dataset_name="random", random_input_len=wl.isl, random_output_len=wl.osl,
         # workloads draw lengths in [range_ratio × L, L] (InferenceMAX's benchmark_serving.py)

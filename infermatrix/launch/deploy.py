@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..catalog.loader import Catalog
+from ..engines.deployment import Canary
 from .backends.base import Launched
 from .process import ManagedProcess
-from .readiness import Canary
-
-Deployment = Launched  # the name earlier code used
 
 
 def free_port() -> int:
@@ -26,18 +25,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def served_model_name(cat: Catalog, recipe_id: str) -> str:
-    recipe = cat.recipes[recipe_id]
-    return recipe.checkpoint or cat.models[recipe.model].hf_id
-
-
-def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None) -> Launched:
-    """The simulated engine modelling ``recipe_id``'s hardware, model and topology."""
+def start_sim(cat: Catalog, recipe_id: str, log_dir: Path, extra_args: list[str] | None = None,
+              *, params: Mapping[str, str] | None = None) -> Launched:
+    """The simulated engine modelling ``recipe_id``'s hardware, model and topology; ``params``
+    bind the recipe's run-time placeholders (``${CONC}``, from ``plan.jobs.conc_params``)."""
     port = free_port()
-    name = served_model_name(cat, recipe_id)
+    name = cat.checkpoint(recipe_id)
+    bound = [f"--param={k}={v}" for k, v in sorted((params or {}).items())]
     argv = [sys.executable, "-m", "infermatrix.sim", "serve", "--recipe", recipe_id,
             "--catalog-root", str(cat.root), "--host", "127.0.0.1", "--port", str(port),
-            "--served-model-name", name,
+            "--served-model-name", name, *bound,
             "--parent-pid", str(os.getpid()),  # the server ends with us, even after kill -9
             *(extra_args or [])]
     log = log_dir / "server-sim.log"

@@ -1,7 +1,5 @@
-"""Run one job: start its server once, prove it serves, measure, tear down.
-
-The measurement is pluggable: ``measure_levels`` (a fixed workload's concurrency levels, then
-the job's evals) or ``capacity.job.measure_capacity`` (given by the CLI layer) (an agentic capacity search).
+"""The pieces of a job's lifecycle (``loop.run_measurement`` puts them together): its manifest,
+the identity block of its results, one throughput level through the client, its record.
 
 Every level's raw result and the job manifest are written as soon as they exist, so a crash
 loses nothing already measured.
@@ -11,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +21,9 @@ from ..jsonio import write_json_atomic
 from ..plan.jobs import Job
 from ..workers import STOP_SIGNALS
 from .backends.base import Launched
-from .drain import drain, flush_prefix_cache
-from .failure import record_failure
 from .monitor import GpuMonitor
-from .provenance import git_sha, host_facts, utc_now
-from .readiness import NotReady, wait_ready
-from .state import closing, file_digest, opening, to_measure
+from .provenance import host_facts, utc_now
+from .state import closing, file_digest, opening
 
 SCHEMA_VERSION = 1
 READY_TIMEOUT_S = 600.0
@@ -87,7 +79,7 @@ def bench_config(cat: Catalog, job: Job, conc: int, base_url: str | None = None,
                            tokenizer or "words")
 
 
-def _run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
+def run_level(cat: Catalog, job: Job, deployment: Launched, conc: int) -> dict[str, Any]:
     config = bench_config(cat, job, conc, deployment.base_url, deployment.served_model,
                           deployment.tokenizer)
     return asyncio.run(_interruptible(config))
@@ -134,16 +126,7 @@ def error_rate_problem(result: dict[str, Any], max_error_rate: float) -> str | N
     return None if rate <= max_error_rate else f"error rate {rate:.1%} exceeds {max_error_rate:.0%}"
 
 
-def _between_levels(cat: Catalog, job: Job, deployment: Launched) -> dict[str, Any]:
-    """Drain (nothing in flight) and, where the workload asks, flush the prefix cache."""
-    urls = deployment.worker_urls or [deployment.base_url]
-    steps: dict[str, Any] = {"drain": drain(urls)}
-    if cat.workloads[job.workload].flush_cache_between_levels:
-        steps["flush"] = flush_prefix_cache(urls, deployment.engine)
-    return steps
-
-
-def _energy(monitor: GpuMonitor | None, t0: float, t1: float, result: dict[str, Any]) -> dict[str, Any]:
+def energy(monitor: GpuMonitor | None, t0: float, t1: float, result: dict[str, Any]) -> dict[str, Any]:
     if monitor is None:
         return {}
     joules, watts = monitor.energy(t0, t1)
@@ -152,7 +135,7 @@ def _energy(monitor: GpuMonitor | None, t0: float, t1: float, result: dict[str, 
             "joules_per_output_token": joules / tokens if joules is not None and tokens else None}
 
 
-def _start_monitor(cat: Catalog, job: Job, deployment: Launched, job_dir: Path,
+def start_monitor(cat: Catalog, job: Job, deployment: Launched, job_dir: Path,
                    manifest: dict[str, Any]) -> GpuMonitor | None:
     if deployment.monitor_prefix is None:
         manifest["gpu_metrics"] = None
@@ -223,104 +206,3 @@ def finish_manifest(job: Job, job_dir: Path, manifest: dict[str, Any]) -> None:
     manifest["finished_at"] = utc_now()
     manifest["state"] = closing(manifest)
     write_json_atomic(job_dir / "manifest.json", manifest)
-
-
-@dataclass
-class Serving:
-    """What a measurement gets once the job's server is proven to serve."""
-
-    cat: Catalog
-    job: Job
-    deployment: Launched
-    job_dir: Path
-    manifest: dict[str, Any]
-    block: dict[str, Any]  # the identity block of every result of this job
-    monitor: GpuMonitor | None
-    log: Callable[[str], None]
-    on_level_failure: str = "continue"
-
-
-# The pluggable step of the lifecycle: measure against the serving deployment, record results
-# into the job folder and the manifest's ``levels`` (the lifecycle derives the status from them).
-Measure = Callable[[Serving], None]
-
-
-def measure_levels(sv: Serving) -> None:
-    """A fixed workload's concurrency levels through the client, the job's evals after the
-    levels they follow, against the still-warm server."""
-    from ..evals.job import JobEvals  # accuracy evals the planner put in the job
-    from ..evals.step import Target
-
-    cat, job, deployment, manifest, log = sv.cat, sv.job, sv.deployment, sv.manifest, sv.log
-    wl = cat.workloads[job.workload]
-    evals = JobEvals.for_job(cat, job, log)
-    target = Target(deployment.base_url, deployment.served_model, wl.endpoint)
-    manifest["evals"] = []
-    for i, conc in enumerate(to_measure(job.concurrency, manifest)):
-        between = _between_levels(cat, job, deployment) if i else {}
-        started = utc_now()
-        t0 = time.perf_counter()
-        result = _run_level(cat, job, deployment, conc)
-        t1 = time.perf_counter()
-        error = error_rate_problem(result, wl.max_error_rate)
-        ok = error is None
-        dead = deployment.dead()
-        if dead is not None:
-            ok, error = False, f"{dead.name} exited with code {dead.exit_code()} during the level"
-        record_level(sv.job_dir, manifest, result, {**sv.block, **_energy(sv.monitor, t0, t1, result)},
-                     conc, started, error, between)
-        log(level_line(conc, result, t1 - t0))
-        if dead is None:  # evals run against the still-warm server, after the level
-            manifest["evals"] += evals.after_level(conc, target, result["infermatrix"], sv.job_dir, log)
-            write_json_atomic(sv.job_dir / "manifest.json", manifest)
-        if dead is not None:
-            raise NotReady(f"{dead.name} exited with code {dead.exit_code()} during the "
-                           f"c={conc} level; log tail:\n{dead.tail()}")
-        if not ok and sv.on_level_failure == "stop":
-            raise LevelFailed(f"c={conc}: {error}; stopping (--on-level-failure stop)")
-
-
-def run_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-            start: Callable[[Path], Launched], launcher: str,
-            log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), *,
-            on_level_failure: str = "continue", ready_timeout_s: float = READY_TIMEOUT_S,
-            measure: Measure = measure_levels) -> JobOutcome:
-    """Start, prove it serves, measure (levels, or a capacity search), tear down. The manifest
-    is rewritten after every step, so whatever happens it says what was measured and what broke."""
-    job_dir, manifest = start_manifest(job, out_dir, run_id, launcher)
-    deployment: Launched | None = None
-    monitor: GpuMonitor | None = None
-    interrupted: BaseException | None = None
-    try:
-        deployment = start(job_dir)
-        block = identity_block(cat, job, run_id, launcher, deployment.simulated, git_sha(cat.root))
-        manifest["server_logs"] = [p.name for p in deployment.log_paths]
-        manifest["commands"] = deployment.commands
-        write_json_atomic(job_dir / "manifest.json", manifest)
-        monitor = _start_monitor(cat, job, deployment, job_dir, manifest)
-        ready_s = wait_ready(deployment.health_urls, deployment.base_url, deployment.canary,
-                             deployment.procs, ready_timeout_s)
-        manifest["ready_s"] = round(ready_s, 2)
-        write_json_atomic(job_dir / "manifest.json", manifest)
-        log(f"  server ready in {ready_s:.1f} s at {deployment.base_url}")
-        measure(Serving(cat, job, deployment, job_dir, manifest, block, monitor, log,
-                        on_level_failure))
-        manifest["status"] = overall_status(manifest["levels"])
-    except (NotReady, LevelFailed) as exc:
-        manifest["status"], manifest["error"] = "failed", str(exc)
-    except (KeyboardInterrupt, Interrupted) as exc:
-        manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
-        manifest["state"] = "interrupted"
-        interrupted = exc
-    except Exception as exc:  # recorded, never lost: the manifest says what broke
-        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        if monitor is not None:
-            monitor.stop()
-        if deployment is not None:
-            deployment.stop()
-        finish_manifest(job, job_dir, manifest)
-        record_failure(job_dir, manifest, bool(deployment and deployment.simulated))
-    if interrupted is not None:
-        raise interrupted
-    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])

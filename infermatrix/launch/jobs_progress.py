@@ -10,7 +10,7 @@ from pathlib import Path
 from ..plan.jobs import Job
 from ..progress import Progress
 
-CAPACITY_FILE = "capacity.json"  # a capacity job's result (written by capacity/job.py)
+CAPACITY_FILE = "capacity.json"  # a capacity job's result (written by launch/strategies.py)
 
 
 def job_units(job: Job) -> int:

@@ -8,8 +8,8 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from ..engines.deployment import Canary  # the one canary: what the renderer says proves serving
 from .process import ManagedProcess
 
 POLL_INTERVAL_S = 0.25
@@ -17,12 +17,6 @@ POLL_INTERVAL_S = 0.25
 
 class NotReady(Exception):
     pass
-
-
-@dataclass(frozen=True)
-class Canary:
-    path: str
-    body: dict[str, object]
 
 
 def http_status(url: str, body: dict[str, object] | None = None, timeout: float = 5.0) -> tuple[int, bytes]:

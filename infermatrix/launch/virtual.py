@@ -9,30 +9,12 @@ so a virtual result has exactly the schema of a real run. Its ``infermatrix`` bl
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.loader import Catalog
-from ..plan.jobs import Job
-from .failure import record_failure
-from .job import (
-    Interrupted,
-    JobOutcome,
-    bench_config,
-    error_rate_problem,
-    finish_manifest,
-    identity_block,
-    level_line,
-    overall_status,
-    record_level,
-    start_manifest,
-)
-from .provenance import git_sha, utc_now
-from .state import to_measure
+from ..plan.jobs import Job, conc_params
+from .job import bench_config
 
 if TYPE_CHECKING:  # the client and the simulator are imported late, when a level runs
     from ..client.config import BenchConfig
@@ -68,7 +50,7 @@ def simulate_level(cat: Catalog, job: Job, conc: int, *, stepwise: bool = False)
         isl = draw_len(lengths, cfg.random_input_len, cfg.ratio, in_range)
         requests.append(SimRequest(isl, draw_len(lengths, cfg.random_output_len, cfg.ratio,
                                                  out_range)))
-    sim = SimConfig.from_recipe(cat, job.recipe, params={"CONC": conc})
+    sim = SimConfig.from_recipe(cat, job.recipe, params=conc_params(job, conc))
     return SimulatedLevel(cfg, sim, simulate(sim, requests, concurrency=conc,
                                              streaks=not stepwise))
 
@@ -132,44 +114,3 @@ def result_numbers(result: dict[str, Any], prefix: str = "") -> dict[str, float]
         elif isinstance(value, int | float) and not isinstance(value, bool):
             out[prefix + key] = float(value)
     return out
-
-
-def run_in_virtual_time(job: Job, out_dir: Path, run_id: str,
-                        measure: Callable[[Path, dict[str, Any]], None]) -> JobOutcome:
-    """The lifecycle of a job with no server: open the manifest, ``measure(job_dir, manifest)``
-    (it records its levels), derive the status, close the manifest whatever happens."""
-    job_dir, manifest = start_manifest(job, out_dir, run_id, LAUNCHER)
-    try:
-        measure(job_dir, manifest)
-        manifest["status"] = overall_status(manifest["levels"])
-    except (KeyboardInterrupt, Interrupted) as exc:  # a signal stops the sweep, not just this job
-        manifest["status"], manifest["error"] = "failed", f"interrupted: {exc or 'SIGINT'}"
-        manifest["state"] = "interrupted"
-        raise
-    except Exception as exc:  # recorded, never lost: the manifest says what broke
-        manifest["status"], manifest["error"] = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        finish_manifest(job, job_dir, manifest)
-        record_failure(job_dir, manifest, simulated=True)
-    return JobOutcome(job_dir, manifest["status"], manifest["error"], manifest["levels"])
-
-
-def run_virtual_job(cat: Catalog, job: Job, out_dir: Path, run_id: str,
-                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), *,
-                    measure: Callable[[Catalog, Job, int], dict[str, Any]] = measure_level,
-                    ) -> JobOutcome:
-    """Every level of ``job`` in virtual time, written as a real job writes its levels.
-    ``measure`` gives a level's result (a sweep's LevelPool measures them ahead in workers)."""
-    wl = cat.workloads[job.workload]
-    block = identity_block(cat, job, run_id, LAUNCHER, True, git_sha(cat.root))
-
-    def levels(job_dir: Path, manifest: dict[str, Any]) -> None:
-        for conc in to_measure(job.concurrency, manifest):
-            started = utc_now()
-            t0 = time.perf_counter()
-            result = measure(cat, job, conc)
-            error = error_rate_problem(result, wl.max_error_rate)
-            record_level(job_dir, manifest, result, block, conc, started, error, {})
-            log(level_line(conc, result, time.perf_counter() - t0))
-
-    return run_in_virtual_time(job, out_dir, run_id, levels)

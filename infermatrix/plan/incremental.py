@@ -7,8 +7,10 @@ nightly sweep plans with ``--incremental`` and spends its GPU time on what chang
 
 The history is read through one function, :func:`load_history`, which accepts either
 
-- the results store (SQLite, infermatrix/results/store.py): ``SELECT fingerprint, run_id,
-  finished_at, status FROM records`` (``run_id`` and ``status`` optional), read-only, or
+- the results store (SQLite, infermatrix/results/store.py), read-only, asked about every kind
+  of job: ``SELECT fingerprint, run_id, finished_at, status FROM records`` (throughput levels;
+  ``run_id`` and ``status`` optional) and the ``agentic`` table's capacity searches (one row
+  per tier, each a finished search), or
 - a JSONL file of records, each with ``fingerprint`` and ``finished_at`` (or ``started_at``),
   and optionally ``run_id`` and ``status``, at the top level or inside an ``infermatrix``
   block as raw results carry them.
@@ -93,6 +95,9 @@ def _sqlite_rows(path: Path) -> Iterator[Row]:
         run = "run_id" if "run_id" in columns else "NULL"
         status = "status" if "status" in columns else "NULL"
         yield from con.execute(f"SELECT fingerprint, {run}, finished_at, {status} FROM records")
+        capacity = {row[1] for row in con.execute("PRAGMA table_info(agentic)")}
+        if {"fingerprint", "finished_at", "run_id"} <= capacity:  # a store of schema v6 or later
+            yield from con.execute("SELECT fingerprint, run_id, finished_at, 'ok' FROM agentic")
     except sqlite3.Error as exc:
         raise UsageError(f"{path}: cannot read the history store: {exc}") from None
     finally:

@@ -80,6 +80,21 @@ class Job(BaseModel):
         return m if isinstance(m, CapacityMeasurement) else None
 
 
+def conc_params(job: Job | None, level: int | None = None) -> dict[str, str]:
+    """The one binding of ``${CONC}``, for every executor. ``level``, when a deployment is made
+    for it (a virtual level; a virtual capacity level, each on a fresh deployment); else the
+    job's only level (a job per level, as the planner makes them for ``$CONC`` recipes); else,
+    for a capacity search on one launched server, its bound ``max_concurrency``: no level is
+    capped below its agents, as none is when each level binds its own number (a closed loop of
+    N agents never has more than N requests in flight); unbound otherwise (several levels)."""
+    if level is None and job is not None:
+        if job.capacity is not None:
+            level = job.capacity.max_concurrency
+        elif len(job.concurrency) == 1:
+            level = job.concurrency[0]
+    return {} if level is None else {"CONC": str(level)}
+
+
 @dataclass
 class Filters:
     """Glob filters; an empty list lets everything through."""
@@ -227,19 +242,22 @@ def job_id(recipe_id: str, workload: str, runner: str, concurrency: list[int], s
 
 
 def make_job(cat: Catalog, sweep_name: str, recipe_id: str, workload: str, runner: str,
-             concurrency: list[int], entry: Any | None = None, memo: PlanMemo | None = None) -> Job:
+             concurrency: list[int], entry: Any | None = None, memo: PlanMemo | None = None,
+             search: dict[str, Any] | None = None) -> Job:
     """The one place a Job is built, so a job named by hand equals the planner's job.
     ``entry`` (the sweep entry that lists it) brings the eval policy and capacity bounds;
-    ``memo``, what the jobs of one plan share."""
+    ``memo``, what the jobs of one plan share; ``search`` overrides the bounds and the
+    workload's session fields (``infermatrix capacity``'s flags; part of the fingerprint like
+    the rest of the measurement)."""
     from .evals import eval_steps  # evals/ loads accuracy.yaml only for a policy
 
     memo = memo or PlanMemo(cat)
     recipe = cat.recipes[recipe_id]
     if cat.workloads[workload].kind == "agentic":
         bounds = getattr(entry, "capacity", None)
-        search = bounds.model_dump(exclude_none=True) if bounds is not None else {}
+        given = bounds.model_dump(exclude_none=True) if bounds is not None else {}
         capacity: CapacityMeasurement | None = capacity_measurement(
-            cat, workload, recipe_id=recipe_id, **search)
+            cat, workload, recipe_id=recipe_id, **{**given, **(search or {})})
         concurrency, measurement = [], capacity
         timeout = _capacity_minutes(capacity)  # type: ignore[arg-type]
     else:

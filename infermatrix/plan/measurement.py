@@ -108,8 +108,8 @@ def dist_text(v: Any) -> str:
 def capacity_measurement(cat: Catalog, workload: str, recipe_id: str | None = None,
                          **search: Any) -> CapacityMeasurement:
     """The capacity search an agentic workload describes; ``search`` overrides the bounds
-    (start, max_concurrency, resolution, resolution_pct, time_budget_s) and session fields
-    (duration_s, …). With ``recipe_id``, an agent keeps its conversation within what that
+    (start, max_concurrency, resolution, resolution_pct, time_budget_s), the tiers and error
+    rate, and session fields (duration_s, synthetic, …). With ``recipe_id``, an agent keeps its conversation within what that
     server takes: where the recipe's context is shorter than the workload's limit, a session
     ends (and the agent starts afresh) before its next turn would pass it, instead of sending
     requests bound to fail."""
@@ -135,9 +135,6 @@ def capacity_measurement(cat: Catalog, workload: str, recipe_id: str | None = No
     for name in SessionPlan.model_fields:
         if name in search:
             session_fields[name] = search.pop(name)
-    return CapacityMeasurement(
-        tiers=list(wl.slo_tiers) or list(DEFAULT_TIERS),
-        sessions=SessionPlan(**session_fields),
-        max_error_rate=wl.max_error_rate,
-        **search,
-    )
+    search.setdefault("tiers", list(wl.slo_tiers) or list(DEFAULT_TIERS))
+    search.setdefault("max_error_rate", wl.max_error_rate)
+    return CapacityMeasurement(sessions=SessionPlan(**session_fields), **search)

@@ -79,7 +79,7 @@ def entry_data(cat: Catalog, rid: str, recipe: Recipe, dep: Deployment,
                benchmarks: Benchmarks | None = None) -> dict[str, Any]:
     hw = cat.hardware[recipe.hardware]
     return {
-        "id": rid, "model": recipe.model, "checkpoint": recipe.checkpoint or cat.models[recipe.model].hf_id,
+        "id": rid, "model": recipe.model, "checkpoint": cat.checkpoint(rid),
         "hardware": recipe.hardware, "system": hw.display_name,
         "engine": ENGINE_NAMES[recipe.engine.name], "engine_version": recipe.engine.version,
         "image": recipe.engine.image, "mode": recipe.topology.mode,

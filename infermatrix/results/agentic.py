@@ -1,7 +1,8 @@
 """Agentic capacity results: capacity documents → records (kept in the store's ``agentic``
 table, results/store.py).
 
-One ``AgenticRecord`` per run × configuration × workload × SLO tier (docs/agentic.md).
+One ``AgenticRecord`` per run × configuration × workload × runner × SLO tier (docs/agentic.md);
+like every record it names its job, the job's fingerprint and the runner that measured it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 SCHEMA = "infermatrix-agentic-capacity"
-AgenticKey = tuple[str, str, str, str]  # run, recipe, workload, tier
+AgenticKey = tuple[str, str, str, str, str]  # run, recipe, workload, runner, tier
 
 
 class AgenticLevel(BaseModel):
@@ -42,6 +43,10 @@ class AgenticRecord(BaseModel):
 
     run_id: str
     recipe: str
+    job_id: str = ""
+    fingerprint: str = ""
+    runner: str = ""  # the fleet label that ran the search ('' for a search outside a job)
+    finished_at: str | None = None
     model: str = ""
     hardware: str = ""
     engine: str = ""
@@ -69,7 +74,7 @@ class AgenticRecord(BaseModel):
 
     @property
     def key(self) -> AgenticKey:
-        return (self.run_id, self.recipe, self.workload, self.tier)
+        return (self.run_id, self.recipe, self.workload, self.runner, self.tier)
 
 
 def is_capacity_document(doc: Any) -> bool:
@@ -81,8 +86,8 @@ def records_from_document(doc: dict[str, Any]) -> list[AgenticRecord]:
     if not is_capacity_document(doc):
         raise ValueError(f"not an {SCHEMA} document")
     ident = doc.get("infermatrix") if isinstance(doc.get("infermatrix"), dict) else {}
-    names = ("run_id", "model", "hardware", "engine", "precision", "mode", "workload", "simulated",
-             "launcher", "time_scale")
+    names = ("run_id", "job_id", "fingerprint", "runner", "finished_at", "model", "hardware",
+             "engine", "precision", "mode", "workload", "simulated", "launcher", "time_scale")
     base = {k: ident[k] for k in names if ident.get(k) is not None}
     base.setdefault("run_id", "")
     base["recipe"] = ident.get("recipe") or doc.get("model_id") or doc.get("endpoint") or "?"
@@ -133,9 +138,9 @@ def load(store: Store, runs: Iterable[str] | None = None) -> list[AgenticRecord]
     return store.agentic(runs)
 
 
-CONFIG = ("recipe", "hardware", "engine", "precision", "workload")
+CONFIG = ("recipe", "hardware", "engine", "precision", "workload", "runner")
 _ROW = ("run_id", "recipe", "model", "hardware", "engine", "precision", "mode", "workload",
-        "simulated", "launcher", "time_scale", "source", "gpus")
+        "runner", "simulated", "launcher", "time_scale", "source", "gpus")
 _CELL = ("bounded", "first_failing", "agents_per_gpu", "avg_power_w", "agents_per_kw",
          "agents_per_mw", "usd_per_hour", "agents_per_usd_hour", "min_output_speed", "max_ttft_s")
 _LEVEL = ("completed", "error_rate", "p25_output_speed", "p95_ttft_ms", "cached_token_ratio",
@@ -154,7 +159,7 @@ def tier_order(records: Iterable[AgenticRecord]) -> list[dict[str, Any]]:
 
 
 def capacity_rows(records: Iterable[AgenticRecord]) -> list[dict[str, Any]]:
-    """One row per run × configuration (recipe, hardware, engine, precision, workload), with a
+    """One row per run × configuration (recipe, hardware, engine, precision, workload, runner), with a
     cell per tier searched and the levels measured (shared by the tiers, each tier's verdict);
     ``latest`` marks each configuration's latest run. Sorted by configuration, then run."""
     rows: dict[tuple[str, ...], dict[str, Any]] = {}

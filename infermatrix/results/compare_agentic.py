@@ -23,7 +23,7 @@ FIGURES = (("agents", "agents"), ("agents_per_gpu", "/GPU"), ("agents_per_mw", "
 
 @dataclass(frozen=True)
 class AgenticRow:
-    config: tuple[str, ...]  # recipe, hardware, engine, precision, workload
+    config: tuple[str, ...]  # agentic.CONFIG: recipe, hardware, engine, precision, workload, runner
     tier: str
     base: dict[str, Any] | None  # the tier's cell of capacity_rows
     new: dict[str, Any] | None
@@ -86,7 +86,7 @@ def agentic_markdown(rows: Sequence[AgenticRow]) -> str:
              "|" + "---|" * (4 + len(FIGURES))]
     for r in rows:
         change = f"**{r.change}**" if r.change == "fewer" else r.change
-        cells = [change, *map(md_text, (r.config[0], r.config[-1], r.tier)),
+        cells = [change, *map(md_text, (r.config[0], r.config[CONFIG.index("workload")], r.tier)),
                  *(_cell(r, f) for f, _ in FIGURES)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

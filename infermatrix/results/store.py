@@ -1,7 +1,7 @@
 """The history store: one SQLite file holding every record kind, versioned and migrated.
 
 Four tables of records, all owned here: ``records`` (throughput levels, with their raw JSON in
-``raw``), ``agentic`` (capacity results, one per run × recipe × workload × SLO tier) and
+``raw``), ``agentic`` (capacity results, one per run × recipe × workload × runner × SLO tier),
 ``evals`` (accuracy evaluations, one per run × job × task × level, with the eval document)
 and ``failures`` (jobs that broke before or during their levels, one per run × job).
 
@@ -88,12 +88,31 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, job_id)
     );
     """,
+    # v6: agentic records keyed with their runner (two fleets searching one recipe in one run
+    # no longer overwrite each other), with the job's fingerprint and finish time (incremental
+    # planning reads them). Rows stored before keep their key with the runner their body names
+    # (none: ''), so an existing store stays readable.
+    """
+    CREATE TABLE agentic_v6 (
+        run_id TEXT NOT NULL, recipe TEXT NOT NULL, workload TEXT NOT NULL, runner TEXT NOT NULL,
+        tier TEXT NOT NULL, passing_concurrency INTEGER NOT NULL, fingerprint TEXT,
+        finished_at TEXT, body TEXT NOT NULL,
+        PRIMARY KEY (run_id, recipe, workload, runner, tier)
+    );
+    INSERT INTO agentic_v6 SELECT run_id, recipe, workload,
+        COALESCE(json_extract(body, '$.runner'), ''), tier, passing_concurrency,
+        json_extract(body, '$.fingerprint'), json_extract(body, '$.finished_at'), body
+        FROM agentic;
+    DROP TABLE agentic;
+    ALTER TABLE agentic_v6 RENAME TO agentic;
+    CREATE INDEX agentic_fingerprint ON agentic (fingerprint, finished_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # each record table's key columns (its primary key, and the order rows are read in)
 _KEYS: dict[str, tuple[str, ...]] = {
     "records": ("run_id", "job_id", "concurrency"),
-    "agentic": ("run_id", "recipe", "workload", "tier"),
+    "agentic": ("run_id", "recipe", "workload", "runner", "tier"),
     "evals": ("run_id", "job_id", "task", "concurrency"),
     "failures": ("run_id", "job_id"),
 }
@@ -269,11 +288,13 @@ class Store:
         return SaveCounts(added, len(changed) - added, len(items) - len(changed))
 
     def save_agentic(self, records: Sequence[AgenticRecord]) -> SaveCounts:
-        """Insert or update agentic capacity records (one per run × recipe × workload × tier)."""
+        """Insert or update agentic capacity records (one per run × recipe × workload × runner ×
+        tier)."""
         items = []
         for r in records:
             body = r.model_dump_json()
-            items.append((r.key, body, (*r.key, r.passing_concurrency, body)))
+            items.append((r.key, body, (*r.key, r.passing_concurrency, r.fingerprint or None,
+                                        r.finished_at, body)))
         return self._upsert("agentic", items)
 
     def save_failures(self, failures: Sequence[JobFailure],

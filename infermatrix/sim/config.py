@@ -8,15 +8,16 @@ config with ``prefill`` set to the prefill pool's config and a KV transfer bandw
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..catalog.loader import Catalog
+from ..catalog.placeholders import fill, names_in
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
 from .coverage import warn_if_unknown
 from .engine_defaults import default_limits
+from .errors import SimConfigError
 from .names import precision_name, resolve
 from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name
@@ -36,10 +37,6 @@ POLICY_ALIASES = {
     "session": "session", "conversation": "session", "consistent_hash": "session",
     "random": "random", "power_of_two": "power_of_two",
 }
-
-
-class SimConfigError(ValueError):
-    """A configuration that cannot be simulated; the message is one line for a person."""
 
 
 def canonical_policy(name: str) -> str:
@@ -419,7 +416,7 @@ class SimConfig:
             raise SimConfigError(f"unknown recipe {recipe_id!r} (see benchmarks/; e.g. "
                                  f"{next(iter(catalog.recipes), 'none')})")
         recipe = catalog.recipes[recipe_id]
-        name = served_model_name or recipe.checkpoint or catalog.models[recipe.model].hf_id
+        name = served_model_name or catalog.checkpoint(recipe_id)
 
         bound = {**recipe.params, **(params or {})}
         vendor = _lookup(catalog, "hardware", recipe.hardware)[0].vendor
@@ -524,7 +521,6 @@ def _kv_dtype(value: str | None) -> str:
     raise SimConfigError(f"unknown KV cache dtype {value!r}")
 
 
-_PLACEHOLDER = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
 
 # engine argument (normalised: lower case, '-' for '_') -> SimConfig knob
 _ARG_KNOBS = {
@@ -556,10 +552,9 @@ def _resolve(value: Any, params: dict[str, Any]) -> Any:
     """Substitute ${NAME} from the recipe's params; None when a name is bound only at run time."""
     if not isinstance(value, str):
         return value
-    names = _PLACEHOLDER.findall(value)
-    if any(n not in params for n in names):
+    if any(n not in params for n in names_in(value)):
         return None
-    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), value)
+    return fill(value, lambda name: str(params[name]))
 
 
 def _settings(pool: Pool) -> list[tuple[str, Any]]:

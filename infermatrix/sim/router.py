@@ -23,7 +23,9 @@ BALANCE_ABS = 32
 BALANCE_REL = 1.5
 
 
-class Target(Protocol):
+class Instance(Protocol):
+    """What the router sees of one serving instance."""
+
     @property
     def load(self) -> int: ...
 
@@ -36,7 +38,7 @@ class Router:
         self._next = 0
         self._rng = random.Random(seed)
 
-    def pick(self, targets: Sequence[Target], hashes: Sequence[int] = (), session: str | None = None) -> int:
+    def pick(self, targets: Sequence[Instance], hashes: Sequence[int] = (), session: str | None = None) -> int:
         n = len(targets)
         if n == 1:
             return 0

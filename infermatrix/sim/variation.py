@@ -20,7 +20,7 @@ import os
 import random
 from collections.abc import Mapping
 
-from .config import SimConfigError
+from .errors import SimConfigError
 
 SCALE_VAR = "INFERMATRIX_SIM_STEP_SCALE"
 NOISE_VAR = "INFERMATRIX_SIM_NIGHT_NOISE"

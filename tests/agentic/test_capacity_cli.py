@@ -1,4 +1,4 @@
-"""`python -m infermatrix.capacity` end to end against a running server, and its errors."""
+"""`infermatrix capacity` end to end against a running server, and its errors."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from infermatrix.capacity.cli import main
+from infermatrix.commands.capacity import main
 from infermatrix.results import agentic
 from infermatrix.results.store import Store
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "infermatrix.capacity", *args],
+        [sys.executable, "-m", "infermatrix.cli", "capacity", *args],
         capture_output=True,
         text=True,
         timeout=60,

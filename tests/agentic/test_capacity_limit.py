@@ -3,7 +3,7 @@ construction (tests/agentic/imx_limit_server.py), within one bisection step."""
 
 from __future__ import annotations
 
-from infermatrix.capacity import CapacitySettings, Deployment, SloTier, Target, find_capacity_sync
+from infermatrix.capacity import CapacitySettings, Footprint, SloTier, Target, find_capacity_sync
 from infermatrix.client import BenchConfig
 from infermatrix.client.affinity import TRTLLM, X_SESSION_ID
 from infermatrix.client.session_sources import Dist, SyntheticSource, SyntheticSpec
@@ -53,7 +53,7 @@ def test_search_finds_the_constructed_limit(limit_server) -> None:
         Target(cfg(srv.base_url)),
         tiny_sessions(),
         [TIER],
-        Deployment(gpus=4, usd_per_gpu_hour=2.0),
+        Footprint(gpus=4, usd_per_gpu_hour=2.0),
         settings,
     )
     tier = doc["tiers"][0]

@@ -31,7 +31,7 @@ def test_cli_prints_verdicts_and_real_speeds(limit_server, tmp_path: Path) -> No
     out = tmp_path / "cap.json"
     scale = 2.0
     r = subprocess.run(
-        [sys.executable, "-m", "infermatrix.capacity", "--base-url", srv.base_url, "--gpus", "2",
+        [sys.executable, "-m", "infermatrix.cli", "capacity", "--base-url", srv.base_url, "--gpus", "2",
          "--tier", "T=40:1", "--tier", "LOOSE=1:60", "--synthetic", "turns=4",
          "--synthetic", "system_prompt_tokens=10", "--synthetic", "user_tokens=5",
          "--synthetic", "output_tokens=8", "--synthetic", "tool_delay_s=0",

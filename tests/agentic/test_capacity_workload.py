@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from agentic_servers import REPO
 
-from infermatrix.capacity.cli import apply_workload, main, parser
 from infermatrix.capacity.tiers import SloTier
 from infermatrix.catalog.loader import load_catalog
+from infermatrix.commands.capacity import apply_workload, main, parser
 
 RECIPE = "deepseek-v4-pro/b300-trtllm-nvfp4-1ctx-1gen"  # AA-AgentPerf's B300 deployment, 8 GPUs
 
@@ -45,7 +45,7 @@ def test_workload_fills_unset_flags(catalog_with_trace_workload: Path) -> None:
     assert args.source == "trace"
     assert args.dataset_path == str(root.resolve() / "examples/agentic/manifest.json")
     assert (args.warmup, args.duration, args.no_mid_session) == (2.0, 120.0, True)
-    assert (args.max_error_rate, args.backend) == (0.2, "openai")
+    assert (args.max_error_rate, args.backend) == (0.2, "vllm")  # the completions endpoint
     # flags given win over the workload
     args = parser().parse_args(
         [

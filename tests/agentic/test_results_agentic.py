@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from infermatrix.capacity import CapacitySearch, CapacitySettings, Deployment, Target
+from infermatrix.capacity import CapacitySearch, CapacitySettings, Footprint, Target
 from infermatrix.capacity.run import capacity_document
 from infermatrix.capacity.tiers import SLO20, SLO60
 from infermatrix.client import BenchConfig
@@ -32,7 +32,7 @@ def document(recipe: str, limit20: int, limit60: int, power_w: float | None) -> 
     }
     return capacity_document(
         result,
-        Deployment(gpus=8, usd_per_gpu_hour=2.5),
+        Footprint(gpus=8, usd_per_gpu_hour=2.5),
         CapacitySettings(),
         Target(BenchConfig(base_url="http://127.0.0.1:1")),
         SyntheticSource(SyntheticSpec(), WordTokenizer()),

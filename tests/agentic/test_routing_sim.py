@@ -8,14 +8,20 @@ whole conversation again and TTFT grows with load much sooner."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from infermatrix.capacity import CapacitySettings, SloTier, Target, find_capacity_sync
-from infermatrix.capacity.recipe import affinity_of, deployment_of, simulated
-from infermatrix.catalog.loader import load_catalog
+from infermatrix.capacity.recipe import affinity_of, footprint_of
+from infermatrix.catalog.loader import Catalog, load_catalog
 from infermatrix.client import BenchConfig
 from infermatrix.client.session_sources import SyntheticSource, parse_synthetic
 from infermatrix.client.tokenizer import WordTokenizer
+from infermatrix.launch.backends.base import Launched
+from infermatrix.launch.deploy import start_sim
+from infermatrix.launch.drain import drain, flush_prefix_cache
+from infermatrix.launch.readiness import wait_ready
 
 SCALE = 5.0  # the simulated engine runs 5× faster; tiers and tool delays follow
 TIER = SloTier(name="TTFT-bound", min_output_speed=20.0, max_ttft_s=0.8)  # model seconds
@@ -27,6 +33,18 @@ SESSIONS = [
     "tool_delay_s=0.5",
     "sessions=64",
 ]
+
+
+@contextmanager
+def simulated(cat: Catalog, recipe: str, log_dir: Path, time_scale: float) -> Iterator[Launched]:
+    """The simulated engine standing in for ``recipe``, ready to serve; stopped on exit."""
+    launched = start_sim(cat, recipe, log_dir, ["--time-scale", str(time_scale),
+                                                "--log-level", "WARNING"])
+    try:
+        wait_ready(launched.health_urls, launched.base_url, launched.canary, launched.procs, 120)
+        yield launched
+    finally:
+        launched.stop()
 
 
 def capacity(recipe: str, tmp: Path) -> dict:
@@ -42,12 +60,13 @@ def capacity(recipe: str, tmp: Path) -> dict:
                 model=launched.served_model,
                 ignore_eos=True,
             ),
-            engine="sim",
             affinity=affinity_of(cat, recipe),
+            between=lambda: {"drain": drain(launched.worker_urls),
+                             "flush": flush_prefix_cache(launched.worker_urls, "sim")},
         )
         source = SyntheticSource(parse_synthetic(SESSIONS), WordTokenizer())
         return find_capacity_sync(
-            target, source, [TIER.scaled(SCALE)], deployment_of(cat, recipe), settings
+            target, source, [TIER.scaled(SCALE)], footprint_of(cat, recipe), settings
         )
 
 

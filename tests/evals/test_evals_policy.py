@@ -15,7 +15,7 @@ from infermatrix.evals.config import check_catalog, load_accuracy
 from infermatrix.evals.gate import Gate
 from infermatrix.evals.job import JobEvals
 from infermatrix.evals.record import read_eval_file
-from infermatrix.evals.step import Target
+from infermatrix.evals.step import EvalServer
 from infermatrix.plan.jobs import plan_sweep
 
 RECIPES = "[deepseek-r1-0528/h200-sglang-fp8, llama-3.1-70b-instruct/h200-vllm-fp8]"
@@ -74,7 +74,7 @@ def test_unusable_policy_records_a_failed_eval(catalog_copy: Path, tmp_path: Pat
     assert "unknown eval task 'mmlu'" in lines[0]
     identity = {"kind": "level-result", "run_id": "r", "job_id": job.id, "recipe": job.recipe,
                 "model": job.model, "simulated": False}
-    target = Target("http://127.0.0.1:9", "m", "completions")
+    target = EvalServer("http://127.0.0.1:9", "m", "completions")
     assert evals.after_level(4, target, identity, tmp_path, lines.append) == []
     (entry,) = evals.after_level(16, target, identity, tmp_path, lines.append)
     assert entry["status"] == "failed" and "mmlu" in entry["error"]

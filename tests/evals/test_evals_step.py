@@ -17,7 +17,7 @@ from infermatrix.evals.harness import (
     run_harness,
 )
 from infermatrix.evals.record import read_eval_file
-from infermatrix.evals.step import Target, run_eval
+from infermatrix.evals.step import EvalServer, run_eval
 
 TASK = EvalTask(lm_eval_task="imx_local_math", metric="exact_match,flexible-extract", num_fewshot=0,
                 limit=10, include_path="tasks", timeout_minutes=1)
@@ -25,7 +25,7 @@ IDENTITY = {"kind": "level-result", "run_id": "r1", "job_id": "j1", "recipe": "m
             "model": "tiny-llama", "hardware": "H200", "engine": "vllm", "engine_version": "0.1",
             "image": "img", "precision": "fp8", "workload": "w", "runner": "local",
             "simulated": True, "git_sha": "abc", "fingerprint": "f"}
-TARGET = Target("http://127.0.0.1:9/", "org/model", "completions")
+TARGET = EvalServer("http://127.0.0.1:9/", "org/model", "completions")
 
 
 def test_command_line(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""run_job's contract beyond the happy path: slow starts are waited for, a level over the
+"""The job loop's contract beyond the happy path: slow starts are waited for, a level over the
 error-rate threshold fails (and `stop` ends the job there), SIGTERM tears down and says so."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from launch_helpers import leftovers
 
 from infermatrix.catalog.loader import load_catalog
 from infermatrix.launch.deploy import start_sim
-from infermatrix.launch.job import run_job
+from infermatrix.launch.executors import Served
+from infermatrix.launch.loop import run_measurement
 from infermatrix.plan.jobs import Job
 
 RECIPE = "deepseek-r1-0528/h200-sglang-fp8"
@@ -33,8 +34,9 @@ def _job(conc: list[int]) -> Job:
 def test_error_rate_fails_the_level_and_stop_skips_the_rest(catalog_copy: Path, tmp_path: Path) -> None:
     cat = load_catalog(catalog_copy)
     faults = ["--time-scale", "20", "--faults", "slow_start:seconds=1;error:status=503,rate=0.5"]
-    outcome = run_job(cat, _job([2, 4]), tmp_path, "p1", partial(start_sim, cat, RECIPE, extra_args=faults),
-                      launcher="local", log=lambda _m: None, on_level_failure="stop")
+    served = Served(partial(start_sim, cat, RECIPE, extra_args=faults), "local")
+    outcome = run_measurement(cat, _job([2, 4]), tmp_path, "p1", served, log=lambda _m: None,
+                              on_level_failure="stop")
     manifest = json.loads((outcome.job_dir / "manifest.json").read_text())
     assert outcome.status == "failed"
     assert manifest["error"].startswith("c=2: error rate") and "--on-level-failure stop" in manifest["error"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from infermatrix.cli import build_parser
+from infermatrix.commands.sweep import split_engine_flags
 from infermatrix.errors import UsageError
-from infermatrix.launch.sweep_cli import split_engine_flags
 
 
 def parsed(*argv: str):  # noqa: ANN202

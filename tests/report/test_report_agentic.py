@@ -18,7 +18,7 @@ from browser_helpers import SET
 from imx_support.headless import open_page
 from imx_support.synthetic import SynthJob, write_job
 
-from infermatrix.capacity import CapacitySearch, CapacitySettings, Deployment, Target
+from infermatrix.capacity import CapacitySearch, CapacitySettings, Footprint, Target
 from infermatrix.capacity.run import capacity_document
 from infermatrix.capacity.tiers import SLO20, SLO60
 from infermatrix.client import BenchConfig
@@ -124,7 +124,7 @@ def document(c: dict[str, Any]) -> dict[str, Any]:
     }
     return capacity_document(
         result,
-        Deployment(gpus=c["gpus"], usd_per_gpu_hour=c["usd"]),
+        Footprint(gpus=c["gpus"], usd_per_gpu_hour=c["usd"]),
         settings,
         Target(BenchConfig(base_url="http://127.0.0.1:1")),
         SyntheticSource(SyntheticSpec(), WordTokenizer()),
@@ -364,7 +364,8 @@ def test_capacity_cli_writes_the_page(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "infermatrix.capacity",
+                "infermatrix.cli",
+                "capacity",
                 "--base-url",
                 srv.base_url,
                 "--gpus",

@@ -44,7 +44,7 @@ def test_recollecting_is_idempotent(tmp_path: Path) -> None:
     third = collect([run], store=store).summary.stored
     assert (third.added, third.updated, third.unchanged) == (0, 1, 5)
     with Store(store) as db:
-        assert db.count() == 6 and db.version == SCHEMA_VERSION == 5
+        assert db.count() == 6 and db.version == SCHEMA_VERSION == 6
         rec = next(r for r in db.records() if r.concurrency == 1 and r.job_id == BLOCK["job_id"])
         assert rec.output_throughput == raw["output_throughput"]
         assert json.loads(db.raw(rec.key) or b"{}") == raw  # the raw JSON as it is now
@@ -129,7 +129,7 @@ def test_migration_from_v2_with_the_tables_agentic_and_evals_used_to_create(tmp_
     ev = EvalRecord(run_id=RUN, job_id=BLOCK["job_id"], recipe="a/x", model="m", concurrency=4,
                     task="gsm8k", status="ok", score=0.9)
     con.execute("INSERT INTO agentic VALUES (?, ?, ?, ?, ?, ?)",
-                (*cap.key, 8, cap.model_dump_json()))
+                (cap.run_id, cap.recipe, cap.workload, cap.tier, 8, cap.model_dump_json()))
     con.execute("INSERT INTO evals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*ev.key, "a/x", "m", "ok", 0.9, None, ev.model_dump_json(), None))
     con.commit()

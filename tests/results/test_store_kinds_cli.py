@@ -13,7 +13,7 @@ from typing import Any
 
 from imx_support.synthetic import SynthJob, level_result, write_job
 
-from infermatrix.capacity import CapacitySearch, CapacitySettings, Deployment, Target
+from infermatrix.capacity import CapacitySearch, CapacitySettings, Footprint, Target
 from infermatrix.capacity.run import capacity_document
 from infermatrix.capacity.tiers import SLO20, SLO60
 from infermatrix.client import BenchConfig
@@ -48,7 +48,7 @@ def capacity(run_id: str, slo20: int, slo60: int) -> dict[str, Any]:
     meta = {"infermatrix": {"run_id": run_id, "job_id": CAP_JOB, "recipe": CAP_RECIPE,
                             "model": "deepseek-v4-pro", "hardware": "B300", "engine": "trtllm",
                             "precision": "nvfp4", "workload": "agentic-coding", "simulated": True}}
-    return capacity_document(result, Deployment(gpus=16, usd_per_gpu_hour=8.0),
+    return capacity_document(result, Footprint(gpus=16, usd_per_gpu_hour=8.0),
                              CapacitySettings(max_concurrency=512),
                              Target(BenchConfig(base_url="http://127.0.0.1:1")),
                              SyntheticSource(SyntheticSpec(), WordTokenizer()), "deepseek-v4-pro",

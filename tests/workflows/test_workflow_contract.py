@@ -244,7 +244,7 @@ def test_nightly_plan_fits_the_shards(repo_root: Path, tmp_path: Path) -> None:
 def test_job_file_runs_the_planned_job_unchanged(repo_root: Path, tmp_path: Path) -> None:
     """job.yml hands the matrix cell's job to `infermatrix run` (toJSON(matrix.job)): the job
     read back is the planner's job, every field (sweep, measurement, eval plan) included."""
-    from infermatrix.launch.cli import _job_from_file
+    from infermatrix.commands.run import _job_from_file
 
     cat = load_catalog(repo_root)
     jobs = plan_sweep(cat, "smoke") + plan_sweep(cat, "aa-agentperf")
@@ -271,7 +271,7 @@ def test_sweep_choice_lists_every_sweep(repo_root: Path) -> None:
 
 def test_run_flags_build_the_planned_job(repo_root: Path) -> None:
     """A job named by hand (`run --recipe --workload`) is the planner's job, every field."""
-    from infermatrix.launch.cli import _job_from_flags
+    from infermatrix.commands.run import _job_from_flags
 
     cat = load_catalog(repo_root)
     for job in plan_sweep(cat, "smoke") + plan_sweep(cat, "aa-agentperf"):

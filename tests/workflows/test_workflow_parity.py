@@ -10,7 +10,7 @@ from imx_workflows import infermatrix_stages
 
 import infermatrix.report
 from infermatrix.cli import main
-from infermatrix.launch import sweep_cli
+from infermatrix.commands import sweep as sweep_cli
 
 
 def ci_stages() -> list[str]:

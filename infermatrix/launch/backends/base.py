@@ -20,9 +20,9 @@ from ...catalog.safety import UnsafeValue, safe_mount
 from ...catalog.schema import Fleet
 from ...engines import Deployment as Rendered
 from ...engines import Process
+from ...engines.deployment import Canary
 from ...engines.flags import scalar_text
 from ...plan.jobs import Job
-from ..readiness import Canary
 
 
 class LaunchError(Exception):
@@ -52,6 +52,7 @@ class LaunchContext:
     model: str  # what ${MODEL} binds to
     timeout_minutes: int = 60
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
+    params: Mapping[str, str] = field(default_factory=dict)  # ${CONC}: plan.jobs.conc_params
 
     @property
     def scope(self) -> str:
@@ -66,12 +67,10 @@ class LaunchContext:
 
     def bindings(self, **more: str) -> dict[str, str]:
         """Placeholder values: the fleet's env (facts such as NETWORK_INTERFACE), ${MODEL},
-        ${CONC} when the job has one level, then what the backend adds (PORT, NODE_i)."""
+        the loop's level bindings (${CONC}), then what the backend adds (PORT, NODE_i)."""
         out = {k: scalar_text(v) for k, v in self.fleet.env.items()}
         out["MODEL"] = self.model
-        if len(self.job.concurrency) == 1:
-            out["CONC"] = str(self.job.concurrency[0])
-        return {**out, **more}
+        return {**out, **self.params, **more}
 
     @property
     def hardware_vendor(self) -> str:
@@ -248,4 +247,4 @@ def start_each(launched: Launched, procs: Sequence[Process],
 
 
 def canary_of(dep: Rendered) -> Canary:
-    return Canary(dep.canary.path, dict(dep.canary.body))
+    return dep.canary

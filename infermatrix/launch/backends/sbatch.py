@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...catalog.safety import CONTROL
 from ...engines import Process, env_argv, join, quote, render
-from ..readiness import Canary
+from ...engines.deployment import Canary
 from .base import (
     LaunchContext,
     Launched,

@@ -146,16 +146,6 @@ def node_count(ctx: LaunchContext) -> int:
     return node_placeholders(dep)
 
 
-def start(ctx: LaunchContext) -> Launched:
-    if node_count(ctx) > 1:
-        from . import sbatch
-
-        require_tools(ctx, BATCH_TOOLS)
-        return sbatch.start(ctx)
-    require_tools(ctx, ONE_NODE_TOOLS)
-    return start_one_node(ctx)
-
-
 def start_one_node(ctx: LaunchContext) -> Launched:
     jobid, nodes = salloc(ctx)
     ctx.log(f"  salloc: job {jobid} on {','.join(nodes)}")
