@@ -160,7 +160,8 @@ def start(ctx: LaunchContext) -> Launched:
     nnodes = node_placeholders(render(ctx.cat, ctx.job.recipe, placeholders=ctx.bindings(PORT=PORT)))
     for stale in ("nodes", "exited", "launch.sh"):
         (ctx.job_dir / stale).unlink(missing_ok=True)
-    path = ctx.job_dir / "job.sbatch"
+    # absolute, so an output folder named like an option ("-x") can never reach sbatch as one
+    path = (ctx.job_dir / "job.sbatch").absolute()
     path.write_text(batch_script(ctx, nnodes))
     jobid = submit(path)
     ctx.log(f"  sbatch: job {jobid} ({nnodes} nodes)")
