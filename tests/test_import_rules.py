@@ -230,9 +230,9 @@ def test_no_import_cycle_between_packages() -> None:
     assert cycle is None, "import cycle: " + "; ".join(edges)
 
 
-def _module_imports(path: Path) -> set[str]:
+def _module_imports(path: Path, *, typing_too: bool = False) -> set[str]:
     """The modules of ``path``'s own package that ``path`` imports anywhere (``TYPE_CHECKING``
-    blocks aside), as dotted names below the package (``backends.base``)."""
+    blocks aside unless ``typing_too``), as dotted names below the package (``backends.base``)."""
     rel = path.relative_to(SRC)
     package = rel.parts[0]
     here = list(rel.parts[:-1])  # the folder a relative import starts from
@@ -250,7 +250,7 @@ def _module_imports(path: Path) -> set[str]:
                 return
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not typing_too:
             for child in node.orelse:
                 visit(child)
             return
@@ -278,12 +278,14 @@ def _module_imports(path: Path) -> set[str]:
                                            if (p / "__init__.py").is_file()))
 def test_no_import_cycle_inside_a_package(package: str) -> None:
     """Modules of one package import each other one way (a cycle is two modules that are
-    one): late imports inside functions count too."""
+    one): late imports inside functions and imports for type annotations count too (a module
+    that names another's type depends on it as much as one that calls it)."""
     graph: dict[str, set[str]] = {}
     for path in sorted((SRC / package).rglob("*.py")):
         name = ".".join(path.relative_to(SRC / package).with_suffix("").parts)
         # a package's __init__ re-exports its modules: it sits above them, not beside them
-        graph[name] = {m for m in _module_imports(path) if not m.endswith("__init__")}
+        graph[name] = {m for m in _module_imports(path, typing_too=True)
+                       if not m.endswith("__init__")}
     cycle = find_cycle(graph)
     assert cycle is None, f"import cycle in {package}/: " + " -> ".join(cycle or [])
 
@@ -300,9 +302,14 @@ def test_the_scan_sees_late_imports_and_the_check_finds_cycles(tmp_path: Path) -
     for name in ("report", "evals", "client"):
         (tmp_path / "infermatrix" / name).mkdir()
         (tmp_path / "infermatrix" / name / "__init__.py").write_text("")
+    typed = mod.parent / "typed.py"  # a module that names the store's type only
+    typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .store import S\n")
+    (mod.parent / "store.py").write_text("")
     saved, SRC = SRC, tmp_path / "infermatrix"
     try:
         assert _imports(mod) == {"infermatrix", "results", "report", "client"}
+        assert _module_imports(typed) == set()
+        assert _module_imports(typed, typing_too=True) == {"store"}
     finally:
         SRC = saved
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]

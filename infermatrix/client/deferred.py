@@ -18,14 +18,24 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .records import RequestRecord
-    from .request import _Exchange
 
 SLICE_S = 0.0005  # parse for at most this long before the loop reads again
 BACKLOG_BYTES = 64 << 20
+
+
+class _Exchange(Protocol):
+    """What the parser uses of one response (``request._Exchange``), named here so this module
+    need not import request.py, which hands it the exchanges."""
+
+    pending: int  # bytes received and not yet parsed
+
+    def complete(self) -> RequestRecord: ...
+
+    def drain_later(self) -> None: ...
 
 
 class DeferredParser:

@@ -52,3 +52,12 @@ class RequestRecord:
     @property
     def generated_text(self) -> str:
         return "".join(self.event_texts)
+
+
+@dataclass
+class Prepared:
+    """One request ready to go: its JSON body is serialised before the clock starts (the runner
+    makes them, the workers send them)."""
+
+    spec: RequestSpec
+    body: bytes

@@ -18,19 +18,11 @@ from .deferred import DeferredParser
 from .errors import ClientInputError
 from .http import HTTPClient, HTTPError, collector
 from .progress import Progress
-from .records import RequestRecord, RequestSpec
+from .records import Prepared, RequestRecord, RequestSpec
 from .request import get_json, make_client, send, transfer
 from .tokenizer import WORDS_WARNING, Tokenizer, WordTokenizer, load_tokenizer
 
 PROBE_MAX_TOKENS = 4
-
-
-@dataclass
-class Prepared:
-    """One request ready to go: its JSON body is serialised before the clock starts."""
-
-    spec: RequestSpec
-    body: bytes
 
 
 @dataclass

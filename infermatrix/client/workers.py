@@ -27,7 +27,7 @@ from .errors import ClientInputError
 from .records import RequestRecord
 
 if TYPE_CHECKING:
-    from .runner import Prepared
+    from .records import Prepared
 
 # the measured loop a worker runs: runner.timed_run, handed over by the parent (by reference:
 # a worker imports it when it unpickles it), so this module never imports the runner

@@ -33,7 +33,7 @@ from .virtual import measure_level
 if TYPE_CHECKING:
     from ..evals.step import EvalServer
     from ..progress import Progress
-    from .loop import Run
+    from .run import Run
 
 NO_SERVER = "virtual time: no server runs, so no evaluation can query one"
 

@@ -22,7 +22,7 @@ from .readiness import NotReady
 from .state import to_measure
 
 if TYPE_CHECKING:
-    from .loop import Executor, Log, Run, Strategy
+    from .run import Executor, Log, Run, Strategy
 
 
 

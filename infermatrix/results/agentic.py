@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..jsonio import loads_bounded, read_bounded
-
-if TYPE_CHECKING:
-    from .store import Store
 
 SCHEMA = "infermatrix-agentic-capacity"
 AgenticKey = tuple[str, str, str, str, str]  # run, recipe, workload, runner, tier
@@ -127,13 +124,22 @@ def load_documents(paths: Iterable[Path]) -> list[AgenticRecord]:
     return out
 
 
-def save(store: Store, records: Sequence[AgenticRecord]) -> int:
+class AgenticTable(Protocol):
+    """The store's agentic table (``results/store.py`` ``Store``), named by what is used of it:
+    the store imports this module, so this module does not import the store."""
+
+    def save_agentic(self, records: Sequence[AgenticRecord]) -> object: ...
+
+    def agentic(self, runs: Iterable[str] | None = None) -> list[AgenticRecord]: ...
+
+
+def save(store: AgenticTable, records: Sequence[AgenticRecord]) -> int:
     """Upsert ``records`` into the store (``Store.save_agentic``); returns how many were given."""
     store.save_agentic(records)
     return len(records)
 
 
-def load(store: Store, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
+def load(store: AgenticTable, runs: Iterable[str] | None = None) -> list[AgenticRecord]:
     """The store's agentic records (of ``runs`` when given): ``Store.agentic``."""
     return store.agentic(runs)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .scheduler import Seq
+    from .seq import Seq
 
 # Below this many running sequences the Python pass is as fast as building arrays.
 MIN_SEQS = 128
