@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
+from .placeholders import NAME as PLACEHOLDER_NAME
+
 # C0 and C1 controls, DEL and the Unicode line/paragraph separators: nothing a config needs,
 # and a newline in a generated script starts a new command.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -33,7 +35,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 # never starting with '-' (docker and srun would read an option: --privileged)
 IMAGE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._/:@#+-]{0,511}")
 # a ${NAME} placeholder bound at launch
-_PLACEHOLDER = r"\$\{[A-Z][A-Z0-9_]*\}"
+_PLACEHOLDER = rf"\$\{{{PLACEHOLDER_NAME}\}}"  # the braced form of placeholders.py's syntax
 # a mount's host or container path: absolute (or a ${NAME} bound at launch), without ',' or
 # ':' (they separate entries and fields of --container-mounts and docker -v) or white space
 MOUNT_PATH = re.compile(rf"(/|{_PLACEHOLDER})[^,:\s]{{0,4095}}")

@@ -107,8 +107,13 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
 
 
 def _first_text(obj: dict[str, Any], keys: tuple[str, ...]) -> str:
-    """The first of ``keys`` that holds a non-empty string ('' when none does)."""
-    return next((v for v in (obj.get(k) for k in keys) if isinstance(v, str) and v), "")
+    """The first of ``keys`` that holds a non-empty string ('' when none does). A plain loop:
+    this runs once per streamed event."""
+    for key in keys:
+        v = obj.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return ""
 
 
 def _str_or_none(v: Any) -> str | None:

@@ -52,7 +52,7 @@ from ..client.session_sources import SessionSource, load_source
 from ..client.tokenizer import load_tokenizer
 from ..errors import UsageError
 from ..launch.deploy import start_sim
-from ..launch.drain import drain, flush_prefix_cache
+from ..launch.drain import settle
 from ..launch.executors import Served, Virtual
 from ..launch.loop import Executor, run_measurement
 from ..launch.monitor import GpuMonitor
@@ -319,10 +319,7 @@ def ad_hoc(args: argparse.Namespace, cat: Catalog | None) -> dict[str, Any]:
     urls = [cfg.root_url]
 
     def between() -> dict[str, Any]:  # as the job loop does before each searched level
-        steps: dict[str, Any] = {"drain": drain(urls, settings.drain_timeout_s)}
-        if settings.flush_cache and args.engine:
-            steps["flush"] = flush_prefix_cache(urls, args.engine)
-        return steps
+        return settle(urls, settings.drain_timeout_s, args.engine if settings.flush_cache else None)
 
     monitor = None
     power = None

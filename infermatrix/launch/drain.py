@@ -69,3 +69,12 @@ def flush_prefix_cache(urls: Sequence[str], engine: str) -> dict[str, Any]:
     if failed and engine == "vllm":
         note = f"{note} (vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in the recipe's env)"
     return {"flushed": not failed, "note": note}
+
+
+def settle(urls: Sequence[str], timeout_s: float, flush_engine: str | None) -> dict[str, Any]:
+    """What runs before each level: drain the servers, then flush their prefix caches when
+    ``flush_engine`` names the engine to flush (None: no flush)."""
+    steps: dict[str, Any] = {"drain": drain(urls, timeout_s)}
+    if flush_engine:
+        steps["flush"] = flush_prefix_cache(urls, flush_engine)
+    return steps

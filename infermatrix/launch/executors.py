@@ -22,7 +22,7 @@ from ..catalog.loader import Catalog
 from ..jsonio import write_json_atomic
 from ..plan.jobs import Job, conc_params
 from .backends.base import Handle, Launched
-from .drain import drain, flush_prefix_cache
+from .drain import settle
 from .job import READY_TIMEOUT_S, energy, run_level, start_monitor
 from .monitor import GpuMonitor
 from .provenance import git_sha
@@ -93,11 +93,7 @@ class Served:
 
     def between(self, run: Run, flush: bool, timeout_s: float = 120.0) -> dict[str, Any]:
         dep = self.up
-        urls = dep.worker_urls or [dep.base_url]
-        steps: dict[str, Any] = {"drain": drain(urls, timeout_s)}
-        if flush:
-            steps["flush"] = flush_prefix_cache(urls, dep.engine)
-        return steps
+        return settle(dep.worker_urls or [dep.base_url], timeout_s, dep.engine if flush else None)
 
     def level(self, run: Run, conc: int) -> dict[str, Any]:
         return run_level(run.cat, run.job, self.up, conc)
