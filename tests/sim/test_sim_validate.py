@@ -52,6 +52,14 @@ ALL_MIN_WITHIN_2X = 0.85
 # target is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
 OOS_MAX_MEDIAN_ERROR = 0.33
 OOS_MIN_WITHIN_2X = 0.85
+# The bounds above were set on throughput and TPOT rows and hold them. TTFT rows (34, all out
+# of source: dstack's DeepSeek-R1 CSV, GPUStack's pages; docs/sim.md "TTFT and queueing") are
+# held to a little under what they read on 2026-11-27 with the vLLM V0 prefill order: 43%
+# median, 53% within 2x. The target is a 30% median; the misses left are the prefill
+# step's cost (the model prefills those builds 2.5-4x too fast) and SGLang's per-rank DP
+# scheduling, named in the docs.
+TTFT_MAX_MEDIAN_ERROR = 0.50
+TTFT_MIN_WITHIN_2X = 0.45
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
@@ -142,16 +150,20 @@ def test_a_published_runs_version_picks_its_builds_rows() -> None:
 @pytest.mark.timeout(1800)
 def test_report_rows_stay_within_the_accuracy_bounds() -> None:
     rows = [r for r in load_published() if r.split == "report" and r.metric != "agents_per_gpu"]
-    outcomes = run_rows(catalog(), rows)
-    table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in outcomes)
+    everything = run_rows(catalog(), rows)
+    table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in everything)
+    outcomes = [o for o in everything if o.row.metric != "ttft_ms"]
     first = [o for o in outcomes if urlparse(o.row.source).hostname in FIRST_TABLE_SOURCES]
     assert 20 <= len(first) < len(outcomes), table
     oos_ids = {r.id for r in out_of_source(load_published())}
+    assert len([o for o in everything if o.row.id in oos_ids]) == len(oos_ids), table
     oos = [o for o in outcomes if o.row.id in oos_ids]
-    assert len(oos) == len(oos_ids), table
+    ttft = [o for o in everything if o.row.metric == "ttft_ms" and o.row.id in oos_ids]
+    assert len(ttft) >= 30, table
     for part, max_median, min_2x in ((first, MAX_MEDIAN_ERROR, MIN_WITHIN_2X),
                                      (outcomes, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X),
-                                     (oos, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X)):
+                                     (oos, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X),
+                                     (ttft, TTFT_MAX_MEDIAN_ERROR, TTFT_MIN_WITHIN_2X)):
         summary = summarise(part)
         assert summary.simulated == len(part), table
         assert summary.median_error <= max_median, (summary, table)
