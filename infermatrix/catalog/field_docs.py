@@ -9,7 +9,7 @@ FIELD_DOCS: dict[str, str] = {
     "Hardware.vendor": "whose accelerator: picks the container device files, the visible-devices "
                        "variable and the simulator's vendor-wide efficiency rows",
     "Hardware.display_name": "the name pages and plots show (H200 SXM)",
-    "Hardware.memory_gb": "device memory, GB: weights must fit in 95% of it",
+    "Hardware.memory_gb": "device memory, GB as the datasheet writes it (binary: 80 means 80 GiB); weights must fit in 95% of it, read as decimal GB",
     "Hardware.hbm_tbps": "memory bandwidth, TB/s (the decode roofline of the simulator)",
     "Hardware.tflops": "dense (no 2:4 sparsity) TFLOP/s per compute dtype; a recipe's precision "
                        "needs its dtype here",

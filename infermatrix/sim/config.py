@@ -29,6 +29,22 @@ from .tables import default_tables, fabric_name, release
 from .tuning import DEFAULT_TUNING, Tuning
 
 GB = 1e9
+# Device memory as datasheets write it is binary: HBM comes in stacks of 16, 24 or 36 GiB, and
+# "80 GB" is 80 GiB, of which the driver leaves 99% to the process (an H100 80GB reports a total
+# of 79.22 GiB in vLLM's memory profile, vllm-project/vllm PR #10511; 85.0e9 bytes in the
+# measured profile's env).
+GIB = 2**30
+USABLE_MEMORY = 0.99
+# vLLM sizes its KV cache as gpu-memory-utilization x total memory less the weights, the
+# activation peak of its profiling forward pass and the memory outside torch (CUDA context,
+# cuBLAS workspaces, and with TP the NCCL and custom all-reduce buffers). PR #10511's profile of
+# Llama 3 8B on an H100: activation peak 1.26 GiB, non-torch 1.79 GiB at TP1 and 3.58 GiB at TP2.
+# TensorRT-LLM's PyTorch backend likewise runs a profiling forward pass before it gives its
+# free_gpu_memory_fraction of what is left to KV (NVIDIA/TensorRT-LLM PR #3467 logs the weights'
+# and the activations' memory apart). SGLang's mem-fraction-static covers weights and KV only.
+PROFILING_ENGINES = ("vllm", "trtllm")
+ACTIVATION_PEAK = 1.26 * GIB
+NON_TORCH = {1: 1.79 * GIB, 2: 3.58 * GIB}  # by whether TP > 1
 # engines whose max batch size / token budget count per attention-DP rank (TensorRT-LLM
 # max_batch_size and max_num_tokens; vLLM runs one engine core per DP rank)
 PER_RANK_ENGINES = ("trtllm", "vllm")
@@ -88,6 +104,9 @@ class SimConfig:
     max_num_seqs: int = DEFAULT_TUNING.max_num_seqs
     max_num_batched_tokens: int = DEFAULT_TUNING.max_num_batched_tokens
     memory_fraction: float = DEFAULT_TUNING.memory_fraction
+    reserved_bytes: float = 0.0
+    """per GPU, held by the engine beside weights and KV within its memory fraction (vLLM's
+    activation peak and non-torch memory)"""
     block_size: int = DEFAULT_TUNING.block_size
     prefix_caching: bool = True
     spec_draft_tokens: int = 0
@@ -201,7 +220,7 @@ class SimConfig:
 
     @property
     def kv_bytes_per_gpu(self) -> float:
-        return self.memory_bytes * self.memory_fraction - self.weight_bytes_per_gpu
+        return self.memory_bytes * self.memory_fraction - self.weight_bytes_per_gpu - self.reserved_bytes
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -380,7 +399,7 @@ class SimConfig:
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
             peak_flops=hw.tflops[dtype] * 1e12, hbm_bw=hw.hbm_tbps * 1e12,
-            memory_bytes=hw.memory_gb * GB, scale_up_bw=hw.scale_up_gbps * GB,
+            memory_bytes=hw.memory_gb * GIB * USABLE_MEMORY, scale_up_bw=hw.scale_up_gbps * GB,
             scale_up_domain=hw.scale_up_domain,
             total_params=mdl.total_params_b * 1e9, active_params=mdl.active_params_b * 1e9,
             layers=mdl.layers, hidden_size=mdl.hidden_size, attention=mdl.attention,
@@ -412,12 +431,15 @@ class SimConfig:
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
             operator_profile=_profile_file(catalog, hw),
+            reserved_bytes=(ACTIVATION_PEAK + NON_TORCH[2 if tp > 1 else 1]
+                            if engine in PROFILING_ENGINES else 0.0),
         )
         if kv_free_fraction is not None:
-            # KV gets this share of what the weights leave: the same as a whole-HBM fraction of
-            # (weights + share × (HBM − weights)) / HBM
-            weights, hbm = cfg.weight_bytes_per_gpu, cfg.memory_bytes
-            cfg = replace(cfg, memory_fraction=(weights + kv_free_fraction * (hbm - weights)) / hbm)
+            # KV gets this share of what the weights and the profiled activations leave: the
+            # same as a whole-HBM fraction of (weights + reserve + share × the rest) / HBM
+            weights, hbm, held = cfg.weight_bytes_per_gpu, cfg.memory_bytes, cfg.reserved_bytes
+            cfg = replace(cfg, memory_fraction=(
+                weights + held + kv_free_fraction * (hbm - weights - held)) / hbm)
         cfg.check()
         return cfg
 

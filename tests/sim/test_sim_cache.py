@@ -113,9 +113,9 @@ def test_prefix_reuse_over_http_reports_cached_tokens_and_lowers_ttft(sim_server
 
 
 def test_kv_exhaustion_queues_and_preempts_visible_in_metrics(sim_server) -> None:
-    # a 70B model on ONE H100 leaves ~4,300 tokens of KV: 24 × (200 + 300) cannot all fit
+    # a 70B model on ONE H100 leaves ~8,100 tokens of KV: 24 × (200 + 300) cannot all fit
     cfg = config("H100", tp=1, max_num_seqs=64)
-    assert cfg.kv_capacity_tokens < 5000
+    assert cfg.kv_capacity_tokens < 0.75 * 24 * (200 + 300)
     base = sim_server(cfg, time_scale=50.0).base_url
     prompt = " ".join(f"w{k}" for k in range(200))
     seen = {"waiting": 0.0, "usage": 0.0}
@@ -149,7 +149,8 @@ def test_a_preempted_sequence_keeps_its_computed_blocks_in_the_prefix_cache() ->
     # sequence is preempted mid-prefill again and again. With prefix caching its computed blocks
     # stay cached (as vLLM's freed blocks do), so coming back it resumes instead of recomputing.
     def offline(caching: bool):
-        cfg = config("H100", tp=1, max_num_batched_tokens=512, prefix_caching=caching)
+        cfg = config("H100", tp=1, max_num_batched_tokens=512, prefix_caching=caching,
+                     memory_fraction=0.885)
         assert cfg.kv_capacity_tokens < 5000
         return simulate(cfg, [SimRequest(1800, 20) for _ in range(8)], record_token_times=False)
 

@@ -78,7 +78,7 @@ def test_a_level_measured_in_decode_phases_equals_stepping(recipe: str, workload
 def test_open_loop_arrivals_cut_phases_where_stepping_admits_them() -> None:
     """Arrivals in the middle of decode phases, several instances and preemptions (a small KV
     cache): token for token the same times as stepping."""
-    cfg = config("H100", tp=1, instances=2, max_num_seqs=16)  # ~4,300 tokens of KV each
+    cfg = config("H100", tp=1, instances=2, max_num_seqs=16, memory_fraction=0.885)  # ~4,300 tokens of KV each
     reqs = [SimRequest(200 + 31 * (i % 7), 150 + 17 * (i % 5), arrival=0.05 * i) for i in range(60)]
     fast, slow = simulate(cfg, reqs), simulate(cfg, reqs, streaks=False)
     assert fast.steps == slow.steps

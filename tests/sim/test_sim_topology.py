@@ -137,11 +137,12 @@ def test_engine_knobs_come_from_args_and_engine_config_files() -> None:
     cat = catalog()
     trt = SimConfig.from_recipe(cat, "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8")
     # decode pool config: max_batch_size 192, max_num_tokens 768, block reuse off,
-    # free_gpu_memory_fraction 0.8 of what the weights leave, stream_interval 100, MTP 3
+    # free_gpu_memory_fraction 0.8 of what the weights and the profiled activations leave,
+    # stream_interval 100, MTP 3
     # (both per attention-DP rank under TensorRT-LLM: the DEP8 instance admits 8x as many)
     assert (trt.max_num_seqs, trt.max_num_batched_tokens, trt.prefix_caching) == (8 * 192, 8 * 768, False)
     assert trt.stream_interval == 100 and trt.spec_draft_tokens == 3 and trt.kv_dtype == "fp8"
-    free = trt.memory_bytes - trt.weight_bytes_per_gpu
+    free = trt.memory_bytes - trt.weight_bytes_per_gpu - trt.reserved_bytes
     assert trt.kv_bytes_per_gpu == pytest.approx(0.8 * free)
     assert trt.prefill is not None and trt.prefill.instances == 6 and trt.prefill.prefix_caching
     assert trt.router_policy == "session"  # trtllm 'conversation'

@@ -1,0 +1,48 @@
+"""Device memory and the KV cache it leaves: datasheet figures are binary (an "80 GB" H100 is
+80 GiB, of which the process sees 79.22 GiB), and vLLM and TensorRT-LLM keep their profiled
+activation peak and the memory outside torch beside the weights (vllm-project/vllm PR #10511's
+memory profile of Llama 3 8B on an H100 at gpu-memory-utilization 0.9)."""
+
+from __future__ import annotations
+
+import pytest
+from sim_helpers import catalog
+
+from infermatrix.sim.config import GIB, SimConfig
+
+
+@pytest.mark.parametrize(("tp", "published_kv_gib"), [(1, 53.29), (2, 71.29 - 7.48 - 3.58 - 1.26)])
+def test_vllm_kv_cache_is_what_its_memory_profile_reports(tp: int, published_kv_gib: float) -> None:
+    cfg = SimConfig.from_parts(catalog(), "H100", "llama-3.1-8b-instruct", "bf16", tp=tp,
+                               engine="vllm", memory_fraction=0.9)
+    assert cfg.memory_bytes / GIB == pytest.approx(79.22, abs=0.1)
+    assert cfg.kv_bytes_per_gpu / GIB == pytest.approx(published_kv_gib, rel=0.01)
+
+
+def test_sglang_keeps_no_activation_reserve_inside_its_static_fraction() -> None:
+    """SGLang's --mem-fraction-static covers weights and KV only (activations live outside it),
+    so the same share leaves it more KV than vLLM's utilisation does."""
+    kw = dict(tp=1, memory_fraction=0.9)
+    vllm = SimConfig.from_parts(catalog(), "H100", "llama-3.1-8b-instruct", "bf16", engine="vllm", **kw)
+    sglang = SimConfig.from_parts(catalog(), "H100", "llama-3.1-8b-instruct", "bf16", engine="sglang",
+                                  **kw)
+    assert sglang.kv_bytes_per_gpu - vllm.kv_bytes_per_gpu == pytest.approx(3.05 * GIB, rel=0.01)
+
+
+def test_a_tight_deployment_keeps_the_kv_its_engine_ran_with() -> None:
+    """DeepSeek-R1 FP8 on 4x B200 under SGLang at --mem-fraction-static 0.95 (InferenceX runs it
+    at 32 concurrent 8K prompts): in decimal gigabytes the weights would leave ~3 GB of KV, too
+    little for the 32 x 8.3K tokens the published run held; in GiB they leave enough."""
+    cfg = SimConfig.from_parts(catalog(), "B200", "deepseek-r1-0528", "fp8", tp=4, engine="sglang",
+                               memory_fraction=0.95, kv_dtype="fp8")
+    assert cfg.kv_capacity_tokens >= 32 * (8192 + 1024)
+
+
+def test_tensorrt_llm_gives_kv_its_share_of_what_weights_and_activations_leave() -> None:
+    """free_gpu_memory_fraction is a share of the memory left after the weights and the
+    activations of TensorRT-LLM's own profiling pass."""
+    cfg = SimConfig.from_parts(catalog(), "H100", "llama-3.1-70b-instruct", "fp8", tp=1,
+                               engine="trtllm", kv_free_fraction=0.9)
+    free = cfg.memory_bytes - cfg.weight_bytes_per_gpu - cfg.reserved_bytes
+    assert cfg.reserved_bytes == pytest.approx(3.05 * GIB, rel=0.01)
+    assert cfg.kv_bytes_per_gpu == pytest.approx(0.9 * free, rel=1e-6)
