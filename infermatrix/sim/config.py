@@ -270,6 +270,10 @@ class SimConfig:
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
+        if self.engine == "sglang" and self.spec_draft_tokens:  # overlap scheduler or not
+            out["spec_v2"] = self.spec_v2
+        if self.engine == "sglang" and self.attention_dp:  # the ranks' per-step metadata sync
+            out["dp_sync"] = self.dp_sync
         if self.operator_profile:  # GEMMs and attention timed by a measured profile
             out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:

@@ -72,3 +72,14 @@ def test_the_recipes_environment_switches_spec_v2_and_the_sync() -> None:
     variant = dataclasses.replace(cat, recipes={**cat.recipes, "x/bare": bare})
     cfg = SimConfig.from_recipe(variant, "x/bare")
     assert not cfg.spec_v2 and cfg.dp_sync
+
+
+def test_sim_info_says_which_applies() -> None:
+    spec = config("B200", DSV3, "fp8", tp=8, engine="sglang", spec_draft_tokens=3,
+                  spec_acceptance=0.8)
+    assert spec.summary()["spec_v2"] is False
+    assert "spec_v2" not in config("B200", DSV3, "fp8", tp=8, engine="sglang").summary()
+    dpa = config("B200", DSV3, "fp8", tp=8, dp=8, attention_dp=True, engine="sglang")
+    assert dpa.summary()["dp_sync"] is True
+    assert "dp_sync" not in config("B200", DSV3, "fp8", tp=8, dp=8, attention_dp=True,
+                                   engine="trtllm").summary()
