@@ -16,11 +16,16 @@ from ..catalog.loader import Catalog
 from ..catalog.placeholders import fill, names_in
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
 from .coverage import warn_if_unknown
-from .engine_defaults import default_limits
+from .engine_defaults import (
+    V0_MAX_NUM_SEQS,
+    V0_MIN_BATCHED_TOKENS,
+    default_limits,
+    unchunked_prefill,
+)
 from .errors import SimConfigError
 from .names import precision_name, resolve
 from .profiles import ProfileError, profile_path
-from .tables import default_tables, fabric_name
+from .tables import default_tables, fabric_name, release
 from .tuning import DEFAULT_TUNING, Tuning
 
 GB = 1e9
@@ -102,6 +107,9 @@ class SimConfig:
     # the decoders sit it out (scheduler "Run prefill first if possible"); vLLM and
     # TensorRT-LLM put prefill chunks and decodes in one step
     prefill_alone: bool = False
+    # a prompt is prefilled in one step, never in chunks (vLLM V0 without chunked prefill:
+    # engine_defaults.unchunked_prefill); with prefill_alone, the V0 scheduler's order
+    whole_prompts: bool = False
     attention_cp: int = 1  # prefill context parallelism: ranks a prompt's attention is split over
     # how requests reach attention-DP ranks: "balanced" (the scheduler's placement) or "random"
     # (SGLang PD decode: rank = bootstrap_room % dp, a random room per request)
@@ -267,6 +275,7 @@ class SimConfig:
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
+            "whole_prompts": self.whole_prompts,
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
@@ -300,7 +309,8 @@ class SimConfig:
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
-        rocm_aiter: bool = True, spec_v2: bool = False, dp_sync: bool = True,
+        rocm_aiter: bool = True, chunked_prefill: bool | None = None,
+        spec_v2: bool = False, dp_sync: bool = True,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -321,9 +331,13 @@ class SimConfig:
         wait (the other ranks decode in the same synchronised step), which the mixed step
         stands in for; with speculative decoding every rank idles (SGLang prepares idle
         batches for the whole DP group). ``rocm_aiter`` (AMD): False where the engine runs
-        without AITER's kernels. ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``): speculative
-        steps keep the overlap scheduler; ``dp_sync`` False (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``):
-        attention-DP ranks skip their per-step metadata exchange."""
+        without AITER's kernels. ``chunked_prefill`` False (vLLM's ``--no-enable-chunked-prefill``;
+        None: the build's default, off for vLLM V0 serving an MLA model) makes vLLM prefill whole
+        prompts in steps without decodes, up to max(max_model_len, 2,048) tokens a step
+        (``whole_prompts``, ``prefill_alone``). ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
+        speculative steps keep the overlap scheduler; ``dp_sync`` False
+        (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``): attention-DP ranks skip their per-step metadata
+        exchange."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
@@ -368,6 +382,13 @@ class SimConfig:
         default_seqs, default_tokens = (
             default_limits(engine, hw.memory_gb, hw_name, offline)
             or (tuning.max_num_seqs, tuning.max_num_batched_tokens))
+        context = min(max_model_len or mdl.max_context, mdl.max_context)
+        if chunked_prefill is None:
+            chunked_prefill = not unchunked_prefill(engine, release(engine_version), mdl.attention)
+        whole = engine == "vllm" and not chunked_prefill
+        if whole:  # V0 without chunked prefill: a step holds whole prompts up to the context
+            default_seqs = V0_MAX_NUM_SEQS
+            default_tokens = max(context, V0_MIN_BATCHED_TOKENS)
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -378,7 +399,7 @@ class SimConfig:
             layers=mdl.layers, hidden_size=mdl.hidden_size, attention=mdl.attention,
             kv_heads=mdl.kv_heads, moe_experts=mdl.moe_experts,
             moe_active_experts=mdl.moe_active_experts, bytes_per_param=bytes_per_param,
-            kv_bytes_per_token=kv_bytes, max_model_len=min(max_model_len or mdl.max_context, mdl.max_context),
+            kv_bytes_per_token=kv_bytes, max_model_len=context,
             tp=tp, pp=pp, dp=dp, ep=ep, attention_dp=attention_dp,
             # the engines' own defaults count a rank's sequences under attention DP
             max_num_seqs=(max_num_seqs * rank_scale if max_num_seqs
@@ -394,8 +415,9 @@ class SimConfig:
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
-            prefill_alone=(engine == "sglang" and not mixed_chunk
-                           and (not attention_dp or spec_draft_tokens > 0)),
+            prefill_alone=whole or (engine == "sglang" and not mixed_chunk
+                                    and (not attention_dp or spec_draft_tokens > 0)),
+            whole_prompts=whole,
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
             moe_a2a=moe_a2a, rocm_aiter=rocm_aiter, spec_v2=spec_v2, dp_sync=dp_sync,
@@ -637,6 +659,9 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             continue
         if key == "enable-mixed-chunk":
             knobs["mixed_chunk"] = _truthy(value)
+            continue
+        if key in ("enable-chunked-prefill", "no-enable-chunked-prefill"):  # vLLM
+            knobs["chunked_prefill"] = _truthy(value) == (key == "enable-chunked-prefill")
             continue
         if key == "moe-a2a-backend":
             knobs["a2a_experts"] = str(value).lower() != "none"

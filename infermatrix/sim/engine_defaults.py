@@ -16,11 +16,30 @@ sources:
   ``max_num_tokens`` 8,192.
 
 Other engines take tuning.py's ``max_num_seqs`` and ``max_num_batched_tokens``.
+
+vLLM's V0 engine (the default before 0.8.0, when V1 became it) did not chunk prompts of MLA
+models (DeepSeek V2/V3/R1): 0.7.1 forced chunked prefill off for them (vllm-project/vllm#12642,
+"MLA is enabled; forcing chunked prefill and prefix caching to be disabled"), and V0's own
+defaults keep it off after MLA gained chunked prefill (``EngineArgs._set_default_args_v0``:
+"Chunked prefill not supported for Multimodal or MLA in V0"). Without chunked prefill V0 admits
+whole prompts up to a budget of max(max_model_len, 2,048) tokens a step (``SchedulerConfig``)
+and 256 sequences, and a step that prefills runs no decode (``Scheduler._schedule_default``:
+"Don't schedule decodes if prefills are scheduled").
 """
 
 from __future__ import annotations
 
 GIB = 2**30
+V0_BEFORE = (0, 8)  # vLLM's V1 engine is the default from 0.8.0
+V0_MAX_NUM_SEQS = 256
+V0_MIN_BATCHED_TOKENS = 2048  # V0's _DEFAULT_MAX_NUM_BATCHED_TOKENS
+
+
+def unchunked_prefill(engine: str, release: tuple[int, ...] | None, attention: str) -> bool:
+    """Whether the engine build, left at its defaults, prefills whole prompts in steps of their
+    own: vLLM's V0 engine (a stated release before 0.8) serving an MLA model."""
+    return (engine == "vllm" and release is not None and release < V0_BEFORE
+            and attention.startswith("mla"))
 
 
 def default_limits(engine: str, memory_gb: float, hardware: str,

@@ -148,6 +148,8 @@ class StepModel:
             self.moe_w_expert = p_expert * b / G / (bw * moe.memory_eff)  # per touched expert
             self.moe_half = moe.tokens_half or 48.0
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
+            # the activation between the two grouped GEMMs: gate and up read, product written
+            self.moe_act_s_assign = 3 * p_expert / (3 * h) * ACT_BYTES / G / (bw * elem.memory_eff)
             self.moe_skew = moe.imbalance if cfg.ep > 1 else 1.0
             self.ep_ranks = cfg.ep
             self.ep_log2 = 2.0 * math.log(max(cfg.ep, 1))
@@ -206,8 +208,14 @@ class StepModel:
             self.kv_index_s *= att_d.memory_eff / fd.mem_eff
             self.pre_s_pair *= att_p.compute_eff / fp.comp_eff
 
-        # ---- element-wise kernels (norms, rotary, activation, residuals)
-        self.elem_s_tok = 8 * h * ACT_BYTES / (bw * elem.memory_eff)
+        # ---- element-wise kernels (norms, rotary, activation, residuals): per token the fused
+        # add + RMSNorm pairs read and write the hidden state and the residual (8 x hidden), and
+        # the gated activation reads gate and up and writes their product (3 x the MLP width on
+        # this GPU): the bytes of the measured H100 element-wise figures (../shared/measurements,
+        # "elementwise": (8 h + 3 i) x 2 bytes a token), which engines fuse into fewer kernels
+        # but cannot shrink. A routed expert's activation counts per (token, expert) assignment.
+        self.elem_bytes_tok = (8 * h + 3 * p_dense / (3 * h) / tpa) * ACT_BYTES
+        self.elem_s_tok = self.elem_bytes_tok / (bw * elem.memory_eff)
         self.elem_floor = elem.kernels * elem.floor_us * US
 
         # ---- collectives per layer
@@ -323,7 +331,7 @@ class StepModel:
         touched = self.experts * (1.0 - self.miss ** tokens)
         compute = self.moe_s_assign * skew * (assign + self.moe_half * touched)
         memory = touched * self.moe_w_expert
-        return max(compute, memory, self.moe_floor)
+        return max(compute, memory, self.moe_floor) + self.moe_act_s_assign * skew * assign
 
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
                          decode: bool) -> float:

@@ -8,7 +8,10 @@ nothing. When a running sequence needs a KV block and none is free, the most rec
 sequence is preempted: its blocks are freed and it will recompute its context later (with
 prefix caching its computed blocks stay cached until evicted, so only what was evicted).
 SGLang orders a step differently (``prefill_alone``): a step that can prefill (a chunk left, an
-admission) holds only prefills, and the decoders wait for the next one.
+admission) holds only prefills, and the decoders wait for the next one. vLLM's V0 engine
+without chunked prefill does the same with whole prompts (``whole_prompts``): a waiting prompt
+joins a step only if all of it fits the step's budget (one that cannot fit even alone is
+chunked rather than left waiting forever).
 
 Under attention data parallelism each rank keeps the KV of its own sequences in its own pool:
 a sequence is placed on one rank when admitted (the longest cached prefix, then the fewest
@@ -102,6 +105,7 @@ class EngineCore:
         self.reserve = cfg.reserve_to_completion
         # SGLang without mixed chunks: a step that prefills runs no decodes (see _prefill_step)
         self.prefill_alone = cfg.prefill_alone
+        self.whole = cfg.whole_prompts
         self.rank_reserved = [0] * ranks
         self.rank_blocks = cfg.num_blocks // ranks
         self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
@@ -434,6 +438,9 @@ class EngineCore:
                 break  # no rank can reserve its KV to completion: wait for one to finish
             pool = self.pools[rank]
             seq.num_computed, n, draft, need = self._first_chunk(seq, matched, budget)
+            if self.whole and entries and seq.num_computed + n < seq.target:
+                seq.num_computed = 0  # its whole prompt does not fit what is left of the step
+                break
             if not self._chunk_fits(rank, pool, matched, need):
                 seq.num_computed = 0  # (checked before acquiring: the usual way to stop)
                 break

@@ -3,7 +3,9 @@
 Reads infermatrix/sim/data/published.yaml (one row per published number, each with its source),
 simulates every row in virtual time and compares: error = simulated / published − 1. The summary
 (median |error|, share within 20% and within 2×) is given per split: ``calibrate`` rows were used
-to fit the efficiency tables, ``report`` rows never were, so only they measure the model.
+to fit the efficiency tables, ``report`` rows never were, so only they measure the model. The
+built-in table is split by source (no report row shares a page or a setup with a calibrate row);
+for any table the headline is ``out_of_source``: the report rows that share neither.
 """
 
 from __future__ import annotations

@@ -31,27 +31,32 @@ from infermatrix.sim.validate import (
 )
 from infermatrix.sim.virtual import SimRequest, simulate
 
-# Bounds on the report rows of the first table (its sources below): the acceptance bounds of
-# issue 14 (median |error| <= 25%, >= 80% within 2x). A change that makes the model worse than
-# this fails CI.
+# The table is split by source (published.yaml's header): every report row is out of source,
+# never fitted on and sharing no page or setup with a calibrate row (docs/sim.md "Out of
+# source"). The report rows are held to a little under what they read with the measured Hopper
+# operators (52 rows: 31% median, 87% within 2x on 2026-11-27; 27% / 90% with the tables'
+# end-to-end-fitted Hopper shares, which folded other mechanisms into them). The issue's target
+# is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
+OOS_MAX_MEDIAN_ERROR = 0.33
+OOS_MIN_WITHIN_2X = 0.85
+# The calibrate rows are what the fitted values answer to: the first table's (its sources
+# below) keep issue 14's acceptance bounds (median |error| <= 25%, >= 80% within 2x), all of
+# them a little under what they read (278 rows: 18% median, 92% within 2x on 2026-11-27). A
+# change that makes the model worse than this fails CI.
 MAX_MEDIAN_ERROR = 0.25
 MIN_WITHIN_2X = 0.80
 FIRST_TABLE_SOURCES = ("nvidia.github.io", "www.besthub.dev", "www.hiascend.com",
                        "artificialanalysis.ai")
-# The whole report half, with the independent rows added later from other sources (dstack,
-# AMD, GPUStack, InferenceX, NIM, LMSYS, ROCm blogs...: docs/sim.md "Validation"), is held to
-# the issue's median bound too, and to a little under what it reads now within 2x (184 rows:
-# 18% median, 91% within 2x on 2026-11-25; 170 rows, 19% and 90%, without the 14 older-release
-# TensorRT-LLM overview rows).
 ALL_MAX_MEDIAN_ERROR = 0.25
 ALL_MIN_WITHIN_2X = 0.85
-# The out-of-source rows (no calibrate row shares their page or setup: the headline, docs/sim.md
-# "Out of source") are held to a little under what they read with the measured Hopper
-# operators (52 rows: 31% median, 87% within 2x on 2026-11-27; 27% / 90% with the tables'
-# end-to-end-fitted Hopper shares, which folded other mechanisms into them). The issue's
-# target is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
-OOS_MAX_MEDIAN_ERROR = 0.33
-OOS_MIN_WITHIN_2X = 0.85
+# The report bounds above are on throughput and TPOT rows. TTFT rows (34, all out
+# of source: dstack's DeepSeek-R1 CSV, GPUStack's pages; docs/sim.md "TTFT and queueing") are
+# held to a little under what they read on 2026-11-27 with the vLLM V0 prefill order: 43%
+# median, 53% within 2x. The issue's target is a 30% median; the misses left are the prefill
+# step's cost (the model prefills those builds 2.5-4x too fast) and SGLang's per-rank DP
+# scheduling, named in the docs.
+TTFT_MAX_MEDIAN_ERROR = 0.50
+TTFT_MIN_WITHIN_2X = 0.45
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
@@ -140,18 +145,19 @@ def test_a_published_runs_version_picks_its_builds_rows() -> None:
 
 @pytest.mark.slow  # minutes: every report row simulated in virtual time
 @pytest.mark.timeout(1800)
-def test_report_rows_stay_within_the_accuracy_bounds() -> None:
-    rows = [r for r in load_published() if r.split == "report" and r.metric != "agents_per_gpu"]
-    outcomes = run_rows(catalog(), rows)
-    table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in outcomes)
-    first = [o for o in outcomes if urlparse(o.row.source).hostname in FIRST_TABLE_SOURCES]
-    assert 20 <= len(first) < len(outcomes), table
-    oos_ids = {r.id for r in out_of_source(load_published())}
-    oos = [o for o in outcomes if o.row.id in oos_ids]
-    assert len(oos) == len(oos_ids), table
-    for part, max_median, min_2x in ((first, MAX_MEDIAN_ERROR, MIN_WITHIN_2X),
-                                     (outcomes, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X),
-                                     (oos, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X)):
+def test_report_and_calibrate_rows_stay_within_the_accuracy_bounds() -> None:
+    rows = [r for r in load_published() if r.metric != "agents_per_gpu"]
+    everything = run_rows(catalog(), rows)
+    table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in everything)
+    report = [o for o in everything if o.row.split == "report" and o.row.metric != "ttft_ms"]
+    ttft = [o for o in everything if o.row.split == "report" and o.row.metric == "ttft_ms"]
+    cal = [o for o in everything if o.row.split == "calibrate"]
+    first = [o for o in cal if urlparse(o.row.source).hostname in FIRST_TABLE_SOURCES]
+    assert 20 <= len(first) < len(cal) and len(report) >= 40 and len(ttft) >= 30, table
+    for part, max_median, min_2x in ((report, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X),
+                                     (ttft, TTFT_MAX_MEDIAN_ERROR, TTFT_MIN_WITHIN_2X),
+                                     (first, MAX_MEDIAN_ERROR, MIN_WITHIN_2X),
+                                     (cal, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X)):
         summary = summarise(part)
         assert summary.simulated == len(part), table
         assert summary.median_error <= max_median, (summary, table)
@@ -401,20 +407,30 @@ def test_a_sharegpt_row_draws_varied_lengths_and_waits_for_its_longest_reply(tmp
 
 
 # ---------------------------------------------------------------- validation that cannot leak
-def test_out_of_source_rows_share_no_source_and_no_setup_with_calibration() -> None:
-    """The headline rows: no calibrate row comes from their page or measured their setup
-    (the MLPerf Llama 2 70B MI300X rows of AMD and Dell are one setup: one calibrates, so the
-    other is not out of source)."""
+def test_the_table_is_split_by_source_so_every_report_row_is_out_of_source() -> None:
+    """No calibrate row comes from a report row's page or measured its setup (the MLPerf
+    Llama 2 70B MI300X rows of AMD and Dell are one setup: both calibrate)."""
     rows = load_published()
-    oos = out_of_source(rows)
-    cal = [r for r in rows if r.split == "calibrate"]
-    assert len(oos) >= 40
-    assert not {source_key(r) for r in oos} & {source_key(r) for r in cal}
-    assert not {setup_key(r) for r in oos} & {setup_key(r) for r in cal}
     report = [r for r in rows if r.split == "report"]
-    assert 0 < len(oos) < len(report)  # report rows of calibrated pages are not the headline
+    cal = [r for r in rows if r.split == "calibrate"]
+    assert len(report) >= 40
+    assert not {source_key(r) for r in report} & {source_key(r) for r in cal}
+    assert not {setup_key(r) for r in report} & {setup_key(r) for r in cal}
+    assert out_of_source(rows) == report
     # a --split report run still judges against the whole table's calibrate rows
-    assert out_of_source(report, rows) == oos
+    assert out_of_source(report, rows) == report
+
+
+def test_out_of_source_leaves_out_report_rows_that_share_a_page_or_a_setup() -> None:
+    """A table from elsewhere (--table) may leak: its headline keeps only the report rows no
+    calibrate row shares a page or a setup with."""
+    rows = load_published()
+    cal = next(r for r in rows if r.split == "calibrate" and r.metric != "agents_per_gpu")
+    same_page = cal.model_copy(update={"id": "p", "split": "report", "isl": (cal.isl or 1) + 1})
+    same_setup = cal.model_copy(update={"id": "s", "split": "report",
+                                        "source": "https://elsewhere.example.org/x"})
+    fresh = same_setup.model_copy(update={"id": "f", "isl": (cal.isl or 1) + 1})
+    assert out_of_source([cal, same_page, same_setup, fresh]) == [fresh]
 
 
 def test_a_bound_row_is_met_on_its_side_and_missed_by_its_distance() -> None:
