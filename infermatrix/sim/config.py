@@ -148,6 +148,11 @@ class SimConfig:
     # SGLang's ROCm images do (SGLANG_USE_AITER=1) and vLLM with VLLM_ROCM_USE_AITER=1; False:
     # its generic Triton kernels (AITER switched off, or a build from before it was integrated)
     rocm_aiter: bool = True
+    # SGLang's environment: speculative steps under the overlap scheduler (SGLANG_ENABLE_SPEC_V2)
+    # and the per-step metadata all-gather of attention-DP ranks (off with
+    # SGLANG_SCHEDULER_SKIP_ALL_GATHER); see spec_cost.py
+    spec_v2: bool = False
+    dp_sync: bool = True
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
     head_dim: int = 0  # 0: hidden_size / attention_heads
@@ -293,6 +298,10 @@ class SimConfig:
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
+        if self.engine == "sglang" and self.spec_draft_tokens:  # overlap scheduler or not
+            out["spec_v2"] = self.spec_v2
+        if self.engine == "sglang" and self.attention_dp:  # the ranks' per-step metadata sync
+            out["dp_sync"] = self.dp_sync
         if self.operator_profile:  # GEMMs and attention timed by a measured profile
             out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
@@ -320,6 +329,7 @@ class SimConfig:
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
         rocm_aiter: bool = True, chunked_prefill: bool | None = None,
+        spec_v2: bool = False, dp_sync: bool = True,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -343,7 +353,10 @@ class SimConfig:
         without AITER's kernels. ``chunked_prefill`` False (vLLM's ``--no-enable-chunked-prefill``;
         None: the build's default, off for vLLM V0 serving an MLA model) makes vLLM prefill whole
         prompts in steps without decodes, up to max(max_model_len, 2,048) tokens a step
-        (``whole_prompts``, ``prefill_alone``)."""
+        (``whole_prompts``, ``prefill_alone``). ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
+        speculative steps keep the overlap scheduler; ``dp_sync`` False
+        (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``): attention-DP ranks skip their per-step metadata
+        exchange."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
@@ -426,7 +439,7 @@ class SimConfig:
             whole_prompts=whole,
             router_policy=canonical_policy(router_policy), tuning=tuning,
             vendor=hw.vendor, engine=engine, engine_version=engine_version or "", matmul_dtype=dtype,
-            moe_a2a=moe_a2a, rocm_aiter=rocm_aiter,
+            moe_a2a=moe_a2a, rocm_aiter=rocm_aiter, spec_v2=spec_v2, dp_sync=dp_sync,
             attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
@@ -471,6 +484,7 @@ class SimConfig:
             knobs["engine_version"] = recipe.engine.version
             knobs["rocm_aiter"] = _rocm_aiter(vendor, recipe.engine.name,
                                               {**recipe.env, **pool.env}, bound)
+            knobs.update(_sglang_env({**recipe.env, **pool.env}, bound))
             knobs.update({k: v for k, v in overrides.items() if v is not None})
             par = pool.parallel
             spec = pool.spec_decode or recipe.spec_decode
@@ -628,6 +642,18 @@ def _rocm_aiter(vendor: str, engine: str, env: dict[str, Any], params: dict[str,
         value = _resolve(env.get("VLLM_ROCM_USE_AITER", "0"), params)
         return value is not None and _truthy(value)
     return True
+
+
+def _sglang_env(env: dict[str, Any], params: dict[str, Any]) -> dict[str, bool]:
+    """The SGLang environment switches spec_cost.py reads: SGLANG_ENABLE_SPEC_V2 (speculative
+    steps under the overlap scheduler; off by default in the builds dated here) and
+    SGLANG_SCHEDULER_SKIP_ALL_GATHER (no per-step metadata all-gather under attention DP)."""
+    def on(name: str) -> bool:
+        value = _resolve(env.get(name, "0"), params)
+        return value is not None and _truthy(value)
+
+    return {"spec_v2": on("SGLANG_ENABLE_SPEC_V2"),
+            "dp_sync": not on("SGLANG_SCHEDULER_SKIP_ALL_GATHER")}
 
 
 def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[str, Any]:

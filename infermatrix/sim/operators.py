@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .profiles import fit_file
+from .spec_cost import host_costs
 from .tables import EfficiencyTables, OperatorRow, default_tables, fabric_name
 
 if TYPE_CHECKING:
@@ -252,10 +253,13 @@ class StepModel:
         # ---- per step: sampling, draft passes, host
         self.sample_fixed = samp.floor_us * US
         self.sample_s_seq = samp.per_seq_us * US
-        self.host_fixed = eng.step_us * US
         self.host_s_seq = eng.per_seq_us * US
         self.host_s_prefill = eng.per_prefill_token_us * US
-        self.overlap = eng.overlap
+        # fixed host work and overlap of plain and speculative steps (spec_cost.py: SGLang's
+        # EAGLE/MTP steps without the overlap scheduler, attention-DP ranks' metadata sync)
+        costs = host_costs(eng, cfg)
+        self.host_fixed, self.overlap = costs.plain_s, costs.plain_overlap
+        self.spec_host_fixed, self.spec_overlap = costs.spec_s, costs.spec_overlap
         # steps that prefill launched layer by layer (SGLang before piecewise CUDA graphs)
         self.prefill_eager = eng.prefill_eager(cfg.engine_version)
 
@@ -460,11 +464,15 @@ class StepModel:
         if eager:
             launch = (self.layers + draft_tokens / seqs) * self.eager_layer_s
             gpu = np.maximum(gpu, launch) if isinstance(gpu, np.ndarray) else max(gpu, launch)
+        overlap = self.overlap
         host = self.host_fixed + self.host_s_seq * seqs
+        if draft_tokens:
+            overlap = self.spec_overlap
+            host += self.spec_host_fixed - self.host_fixed
         if tokens > seqs:
             host += self.host_s_prefill * (tokens - seqs)
         host *= micro
-        if not self.overlap:
+        if not overlap:
             return gpu + host
         if isinstance(gpu, np.ndarray):
             return np.maximum(gpu, host)

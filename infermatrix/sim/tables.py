@@ -118,6 +118,16 @@ class EngineOverhead(_Strict):
     """the first release whose steps that prefill replay (piecewise) graphs by default: a
     build before it launches every layer of such a step from the host (the eager_dispatch
     floor); a build of unknown version, or an engine without it, is taken to replay them"""
+    spec_step_us: Micros | None = None
+    """host work of a speculative (draft + verify) step in place of ``step_us``: scheduling
+    plus the input preparation between the draft, verify and draft-extend passes"""
+    spec_overlap: bool | None = None
+    """whether a speculative step's host work overlaps the GPU (None: as ``overlap``);
+    SGLang's EAGLE/MTP worker runs without its overlap scheduler unless spec v2 is on"""
+    dp_sync_us: Micros = 0.0
+    """host work a step adds under attention DP: the ranks' per-step exchange of their batch
+    metadata before any of them may run (SGLang's MLP-sync all-gather)"""
+    spec_source: Source | None = None
     source: Source
 
     def prefill_eager(self, version: str | None) -> bool:
