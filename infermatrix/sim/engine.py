@@ -207,15 +207,22 @@ class Instance:
         # launched: a request arriving during step n joins step n + 2 (lagged_intake)
         self._lag_intake = lagged_intake(cfg, self.core.perf.model.overlap)
         self._lagged: list[Seq] = []  # arrived during the running step: seen after it
+        # sent in reaction to a step's output (a closed-loop client's next request), while the
+        # engine applies it: the engine schedules its next step first (see _checkpoint)
+        self._applying = False
+        self._reacted: list[Seq] = []
 
     @property
     def load(self) -> int:
-        return self.core.load + len(self._inbox) + len(self._lagged)
+        return self.core.load + len(self._inbox) + len(self._lagged) + len(self._reacted)
 
     def cached_prefix(self, hashes: Sequence[int]) -> int:
         return self.core.pool.probe(hashes)
 
     def submit(self, seq: Seq) -> None:
+        if self._applying:
+            self._reacted.append(seq)
+            return
         if self.busy and not self._recv.always:
             self._inbox.append(seq)
             self._end_at_receive()
@@ -245,6 +252,8 @@ class Instance:
             self._start()
 
     def abort(self, seq: Seq) -> None:
+        if seq in self._reacted:
+            self._reacted.remove(seq)
         if seq in self._inbox:
             self._inbox.remove(seq)
         if seq in self._lagged:
@@ -338,10 +347,14 @@ class Instance:
             self._extend()  # nothing new for this instance: the phase goes on
             return
         # stay busy while applying: sinks may submit new work, which must wait for _start
-        if len(ph.ends) == 1:
-            self.core.finish(ph.step, ph.ends[0])
-        else:
-            self.core.finish_streak(ph.step, ph.ends, self.want_times)
+        self._applying = True
+        try:
+            if len(ph.ends) == 1:
+                self.core.finish(ph.step, ph.ends[0])
+            else:
+                self.core.finish_streak(ph.step, ph.ends, self.want_times)
+        finally:
+            self._applying = False
         polled: list[Seq] = []
         if not self._recv.always and self._recv.advance(len(ph.ends), not ph.step.pure_decode):
             if self._lag_intake:
@@ -352,9 +365,17 @@ class Instance:
         self._lagged = []
         self.busy = False
         self._phase = None
+        reacted, self._reacted = self._reacted, []
         self._start()  # the next step, scheduled before the poll's requests reach the scheduler
         for seq in polled:
             self._add(seq)
+        # a request sent in reaction to this step's output reaches the engine after its next
+        # step started (an idle engine takes it at once): the output has to reach the client
+        # and the new request the scheduler (HTTP, tokenizer, IPC: milliseconds) while the
+        # engine turns from one step to the next without waiting (SGLang's and vLLM's input
+        # polls do not block while there is work; TensorRT-LLM's fetch neither)
+        for seq in reacted:
+            self.submit(seq)
 
 
 class Deployment:

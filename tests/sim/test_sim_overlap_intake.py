@@ -99,3 +99,23 @@ def test_the_launch_args_turn_it_off() -> None:
     assert _engine_knobs(recipe, off, recipe.params)["overlap_intake"] is False
     trt = pool.model_copy(update={"args": {}, "config": {"disable_overlap_scheduler": True}})
     assert _engine_knobs(recipe, trt, recipe.params)["overlap_intake"] is False
+
+
+@pytest.mark.parametrize("engine,steps", [("vllm", 1), ("trtllm", 2), ("sglang", 2)])
+def test_a_closed_loops_next_request_misses_the_step_the_engine_starts_at_once(
+        engine: str, steps: int) -> None:
+    # bench_serving's closed loop sends the next request when one finishes; the engine has
+    # started its next step by then (the output still has to reach the client, the request
+    # the scheduler), so the newcomer waits for that step, and under an overlap scheduler for
+    # the one launched after it too
+    cfg = _cfg(engine)
+    reqs = [SimRequest(1000, 400), SimRequest(1000, 20), SimRequest(1000, 20)]
+    run = simulate(cfg, reqs, concurrency=2)
+    alone = simulate(cfg, [SimRequest(1000, 20)]).results[0].ttft  # an idle engine: at once
+    step = run.results[0].tpot  # about the long request's decode step
+    assert step
+    extra = run.results[2].ttft - alone
+    assert (steps - 0.5) * step < extra < (steps + 1.5) * step, (extra, step)
+    # the last of a level's requests arrives at an idle engine: no wait
+    two = simulate(cfg, [SimRequest(1000, 20), SimRequest(1000, 20)], concurrency=1)
+    assert two.results[1].ttft == pytest.approx(two.results[0].ttft)
