@@ -119,3 +119,15 @@ def test_a_closed_loops_next_request_misses_the_step_the_engine_starts_at_once(
     # the last of a level's requests arrives at an idle engine: no wait
     two = simulate(cfg, [SimRequest(1000, 20), SimRequest(1000, 20)], concurrency=1)
     assert two.results[1].ttft == pytest.approx(two.results[0].ttft)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_closed_loop_runs_the_same_in_phases_and_in_single_steps(engine: str) -> None:
+    reqs = [SimRequest(800 + 11 * (i % 7), 60 + 23 * (i % 5)) for i in range(24)]
+    cfg = _cfg(engine)
+    fast = simulate(cfg, reqs, concurrency=6)
+    slow = simulate(cfg, reqs, concurrency=6, streaks=False)
+    assert fast.steps == slow.steps
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert (a.first_token_at, a.finished_at) == pytest.approx(
+            (b.first_token_at, b.finished_at), abs=1e-9)
