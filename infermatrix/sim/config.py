@@ -115,6 +115,11 @@ class SimConfig:
     # SGLang --scheduler-recv-interval: new requests are taken in only every N decode steps
     # (and after any step that prefills); 1: every step (recv.py)
     recv_interval: int = 1
+    # an overlap scheduler (SGLang, TensorRT-LLM) polls for new requests between launching step
+    # n + 1 and processing step n, so a request arriving during step n joins step n + 2
+    # (engine.lagged_intake); SGLang's --disable-overlap-schedule, TensorRT-LLM's
+    # disable_overlap_scheduler: false
+    overlap_intake: bool = True
     # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
     # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
     graph_max_seqs: int = -1
@@ -290,7 +295,7 @@ class SimConfig:
             "prefix_caching": self.prefix_caching, "spec_draft_tokens": self.spec_draft_tokens,
             "spec_acceptance": self.spec_acceptance, "max_model_len": self.max_model_len,
             "memory_fraction": round(self.memory_fraction, 4), "stream_interval": self.stream_interval,
-            "recv_interval": self.recv_interval,
+            "recv_interval": self.recv_interval, "overlap_intake": self.overlap_intake,
             "router_policy": self.router_policy, "graph_max_seqs": self.graph_max_seqs,
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
@@ -328,7 +333,7 @@ class SimConfig:
         per_rank_limits: bool | None = None, graph_max_seqs: int = -1, graph_max_tokens: int = 0,
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
-        rocm_aiter: bool = True, chunked_prefill: bool | None = None,
+        rocm_aiter: bool = True, chunked_prefill: bool | None = None, overlap_intake: bool = True,
         spec_v2: bool = False, dp_sync: bool = True,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
@@ -430,7 +435,7 @@ class SimConfig:
             spec_acceptance=(tuning.default_acceptance_rate if spec_acceptance is None
                              else spec_acceptance) if spec_draft_tokens else 0.0,
             stream_interval=max(1, stream_interval), recv_interval=max(1, recv_interval),
-            graph_max_seqs=graph_max_seqs,
+            overlap_intake=overlap_intake, graph_max_seqs=graph_max_seqs,
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
@@ -687,6 +692,9 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             continue
         if key == "moe-a2a-backend":
             knobs["a2a_experts"] = str(value).lower() != "none"
+            continue
+        if key in ("disable-overlap-schedule", "disable-overlap-scheduler"):  # SGLang, TRT-LLM
+            knobs["overlap_intake"] = not _truthy(value)
             continue
         if key in ("disable-cuda-graph", "enforce-eager"):
             if _truthy(value):

@@ -42,6 +42,27 @@ FIRST_TOKEN_FROM_DECODE = ("sglang", "vllm")
 FIRST_CHECKPOINT_STEPS = 16
 
 
+def lagged_intake(cfg: SimConfig, overlap: bool) -> bool:
+    """Whether new requests reach the scheduler one step late: an engine whose overlap
+    scheduler launches step n + 1 before it processes step n's results, and polls for new
+    requests only between the two. SGLang's ``event_loop_overlap`` (recv_requests, then
+    get_next_batch_to_run and run_batch for batch n + 1, then process_batch_result for batch n,
+    which waits for it) and TensorRT-LLM's ``_executor_loop_overlap`` (schedule and forward
+    step n + 1, then update and respond for step n, then fetch new requests): the poll comes
+    after step n is done, while step n + 1 runs, so a request arriving while step n + 1 runs
+    waits for it, for step n + 2 (scheduled at that poll's end, without it) and then for its
+    own step. An idle engine takes it in at once. NVIDIA's aiconfigurator models TensorRT-LLM's
+    TTFT as 3 x the mixed step (ai-dynamo/aiconfigurator PR #203, from iteration logs: the rest
+    of the running step, the one already scheduled, its own); SGLang PR #2067, turning overlap
+    on by default, raised its CI's median TTFT bound from 80 to 86 ms ("we delayed the
+    processing of the first batch in favor of launching the kernels for the next batch
+    first"). vLLM schedules step n + 1 after step n's output (async scheduling off by default
+    in the builds the rows ran) and is not lagged; neither is a PD decode server (it never
+    prefills: its requests join as their KV arrives)."""
+    return (overlap and cfg.engine in ("sglang", "trtllm") and cfg.overlap_intake
+            and cfg.prefill is None)
+
+
 class TokenTimes:
     """The model time of every token of one request, kept as the pieces the engine emitted
     (a decode phase hands one array to all its sequences) and joined once, when read."""
@@ -181,19 +202,42 @@ class Instance:
         self._version = 0
         self._recv = RecvSkipper(cfg.recv_interval)
         self._inbox: list[Seq] = []  # arrived, not yet taken in by the scheduler
+        # an overlap scheduler (SGLang, TensorRT-LLM) takes new requests in only once the step
+        # before the running one is processed, while the running one's successor is already
+        # launched: a request arriving during step n joins step n + 2 (lagged_intake)
+        self._lag_intake = lagged_intake(cfg, self.core.perf.model.overlap)
+        self._lagged: list[Seq] = []  # arrived during the running step: seen after it
+        # sent in reaction to a step's output (a closed-loop client's next request), while the
+        # engine applies it: the engine schedules its next step first (see _checkpoint)
+        self._applying = False
+        self._reacted: list[Seq] = []
 
     @property
     def load(self) -> int:
-        return self.core.load + len(self._inbox)
+        return self.core.load + len(self._inbox) + len(self._lagged) + len(self._reacted)
 
     def cached_prefix(self, hashes: Sequence[int]) -> int:
         return self.core.pool.probe(hashes)
 
     def submit(self, seq: Seq) -> None:
+        if self._applying:
+            self._reacted.append(seq)
+            return
         if self.busy and not self._recv.always:
             self._inbox.append(seq)
             self._end_at_receive()
             return
+        if self.busy and self._lag_intake:
+            # polled as the running step ends, when the next one is already scheduled without
+            # it: it joins the step after that one
+            self._lagged.append(seq)
+            if self._phase is not None and self._phase.limit != 1:
+                self._cut_phase()
+            return
+        self._add(seq)
+
+    def _add(self, seq: Seq) -> None:
+        """Hand ``seq`` to the scheduler: it joins the step after the one running (if any)."""
         self.core.add(seq)
         if self.busy and self._phase is not None and self._phase.limit != 1:
             self._cut_phase()
@@ -208,8 +252,12 @@ class Instance:
             self._start()
 
     def abort(self, seq: Seq) -> None:
+        if seq in self._reacted:
+            self._reacted.remove(seq)
         if seq in self._inbox:
             self._inbox.remove(seq)
+        if seq in self._lagged:
+            self._lagged.remove(seq)
         self.core.abort(seq)
         if self._phase is not None and self._phase.limit is None:
             self._phase.limit = 1
@@ -299,15 +347,35 @@ class Instance:
             self._extend()  # nothing new for this instance: the phase goes on
             return
         # stay busy while applying: sinks may submit new work, which must wait for _start
-        if len(ph.ends) == 1:
-            self.core.finish(ph.step, ph.ends[0])
-        else:
-            self.core.finish_streak(ph.step, ph.ends, self.want_times)
+        self._applying = True
+        try:
+            if len(ph.ends) == 1:
+                self.core.finish(ph.step, ph.ends[0])
+            else:
+                self.core.finish_streak(ph.step, ph.ends, self.want_times)
+        finally:
+            self._applying = False
+        polled: list[Seq] = []
         if not self._recv.always and self._recv.advance(len(ph.ends), not ph.step.pure_decode):
-            self._take_in()
+            if self._lag_intake:
+                polled, self._inbox = self._inbox, []
+            else:
+                self._take_in()
+        polled += self._lagged
+        self._lagged = []
         self.busy = False
         self._phase = None
-        self._start()
+        reacted, self._reacted = self._reacted, []
+        self._start()  # the next step, scheduled before the poll's requests reach the scheduler
+        for seq in polled:
+            self._add(seq)
+        # a request sent in reaction to this step's output reaches the engine after its next
+        # step started (an idle engine takes it at once): the output has to reach the client
+        # and the new request the scheduler (HTTP, tokenizer, IPC: milliseconds) while the
+        # engine turns from one step to the next without waiting (SGLang's and vLLM's input
+        # polls do not block while there is work; TensorRT-LLM's fetch neither)
+        for seq in reacted:
+            self.submit(seq)
 
 
 class Deployment:
