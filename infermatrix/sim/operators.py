@@ -137,7 +137,11 @@ class StepModel:
         self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
         # a measured profile (profiles.py) times the GEMMs shape by shape instead
         self.fit = fit_file(cfg.operator_profile) if cfg.operator_profile else None
-        self._gemm_memo: dict[float, tuple[float, float]] = {}
+        self._gemm_memo: dict[tuple[float, bool], tuple[float, float]] = {}
+        # The profile's GEMMs were timed in short bursts, at boost clock; a serving step's
+        # compute-bound GEMMs run at the clock the board's power limit sustains (the table's
+        # sustained_clock share; the tables' own compute shares are end-to-end, sustained).
+        self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
         if self.fit is not None:
             self._gemm_shapes(cfg, arch, mla, heads, head_dim, tpa, p_dense)
 
@@ -283,20 +287,22 @@ class StepModel:
         self.dense_gemms = [(2 * inter, h), (h, inter)]
         self.gemm_fit = self.fit.gemm_for(cfg.matmul_dtype)  # type: ignore[union-attr]
 
-    def _gemms(self, m: float) -> tuple[float, float]:
-        """(attention projections, dense MLP) of one layer at ``m`` tokens on one GPU."""
+    def _gemms(self, m: float, sustained: bool = False) -> tuple[float, float]:
+        """(attention projections, dense MLP) of one layer at ``m`` tokens on one GPU: as the
+        profile measured them, or ``sustained`` as a serving step runs them (see clock)."""
         if self.fit is None:
             a, d = self.attn_proj_s_tok * m, self.dense_s_tok * m
             return (a if a > self.attn_proj_max else self.attn_proj_max,
                     d if d > self.dense_max else self.dense_max)
-        got = self._gemm_memo.get(m)
+        got = self._gemm_memo.get((m, sustained))
         if got is None:
             cfg, g = self.cfg, self.gemm_fit
-            b, peak, bw = cfg.bytes_per_param, cfg.peak_flops, cfg.hbm_bw
+            b, bw = cfg.bytes_per_param, cfg.hbm_bw
+            peak = cfg.peak_flops * (self.clock if sustained else 1.0)
             got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
                         for shapes in (self.attn_gemms, self.dense_gemms))
             if len(self._gemm_memo) < 65536:
-                self._gemm_memo[m] = got  # type: ignore[assignment]
+                self._gemm_memo[(m, sustained)] = got  # type: ignore[assignment]
         return got  # type: ignore[return-value]
 
     @staticmethod
@@ -432,9 +438,9 @@ class StepModel:
             return True
         return seqs * self._busiest_rank(seqs) <= self.graph_max + 1e-9
 
-    def _kernels(self, w_r: float, work: float, attention: Num) -> Num:
+    def _kernels(self, w_r: float, work: float, attention: Num, sustained: bool = True) -> Num:
         """One layer's kernels on the busiest GPU: GEMMs, element-wise, attention, experts."""
-        a, d = self._gemms(w_r)
+        a, d = self._gemms(w_r, sustained)
         e = self.elem_s_tok * w_r
         layer = a + d + (e if e > self.elem_floor else self.elem_floor) + attention
         return layer + self._moe_layer(work) if self.experts else layer
@@ -444,7 +450,7 @@ class StepModel:
         dense GEMMs, sampling), without collectives or host work: what a measured whole-step
         figure of one GPU (opfit, the profile's ``decode_step``) bounds from above."""
         att = self._attention_decode(seqs, seqs, context + seqs, min, max)
-        return (self.layers * self._kernels(seqs, seqs, att)  # type: ignore[operator]
+        return (self.layers * self._kernels(seqs, seqs, att, sustained=False)  # type: ignore[operator]
                 + self.sample_fixed + self.sample_s_seq * seqs)
 
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,

@@ -33,7 +33,7 @@ Share = Annotated[float, Field(gt=0, le=1)]
 Micros = Annotated[float, Field(ge=0, le=1e6)]
 Source = Annotated[str, Field(min_length=3)]
 Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
-             "sampling", "eager_dispatch", "eager_dispatch_mla_moe"]
+             "sampling", "eager_dispatch", "eager_dispatch_mla_moe", "sustained_clock"]
 EngineName = Literal["vllm", "sglang", "trtllm"]
 
 
