@@ -468,3 +468,24 @@ def test_the_fitted_table_numbers_are_counted_in_the_docs() -> None:
     assert f"**{len(fitted)} of the {len(numbers)} numbers**" in doc
     for name in {n[0] for n in fitted}:
         assert f"| {name} |" in doc, name
+
+
+def test_check_holds_the_out_of_source_rows_to_the_issues_bounds(tmp_path: Path) -> None:
+    """--check: median |error| <= 20% and >= 90% within 2x over the out-of-source rows, and the
+    TTFT rows' median <= 30% on their own."""
+    from infermatrix.sim.cli import main
+
+    base = [PublishedRow.model_validate(dict(ROW, id=m, parallel="TP8", metric=m))
+            for m in ("tpot_ms", "ttft_ms")]
+    tpot, ttft = (o.simulated for o in run_rows(catalog(), base))
+
+    def check(tpot_value: float, ttft_value: float) -> int:
+        rows = [dict(ROW, id="t", parallel="TP8", metric="tpot_ms", value=tpot_value),
+                dict(ROW, id="f", parallel="TP8", metric="ttft_ms", value=ttft_value)]
+        table = tmp_path / "t.yaml"
+        table.write_text(yaml.safe_dump(rows))
+        return main(["validate", "--table", str(table), "--check", "--no-plot"])
+
+    assert check(tpot, ttft) == 0
+    assert check(tpot, ttft * 1.5) == 1  # TTFT 33% short: the overall median is 17%, in bounds
+    assert check(tpot * 3, ttft) == 1  # one row of two beyond 2x
