@@ -41,10 +41,21 @@ USABLE_MEMORY = 0.99
 # Llama 3 8B on an H100: activation peak 1.26 GiB, non-torch 1.79 GiB at TP1 and 3.58 GiB at TP2.
 # TensorRT-LLM's PyTorch backend likewise runs a profiling forward pass before it gives its
 # free_gpu_memory_fraction of what is left to KV (NVIDIA/TensorRT-LLM PR #3467 logs the weights'
-# and the activations' memory apart). SGLang's mem-fraction-static covers weights and KV only.
+# and the activations' memory apart). SGLang's KV pool is what the device reports free after the
+# weights load, less (1 - mem-fraction-static) of the total (model_runner's profile_max_num_token),
+# so it loses the non-torch memory but keeps its activations outside the fraction.
 PROFILING_ENGINES = ("vllm", "trtllm")
 ACTIVATION_PEAK = 1.26 * GIB
 NON_TORCH = {1: 1.79 * GIB, 2: 3.58 * GIB}  # by whether TP > 1
+
+
+def engine_reserve(engine: str, tp: int) -> float:
+    """Bytes per GPU the engine holds beside weights and KV within its memory fraction."""
+    if engine in PROFILING_ENGINES:
+        return ACTIVATION_PEAK + NON_TORCH[2 if tp > 1 else 1]
+    if engine == "sglang":
+        return NON_TORCH[2 if tp > 1 else 1]
+    return 0.0
 # engines whose max batch size / token budget count per attention-DP rank (TensorRT-LLM
 # max_batch_size and max_num_tokens; vLLM runs one engine core per DP rank)
 PER_RANK_ENGINES = ("trtllm", "vllm")
@@ -105,8 +116,8 @@ class SimConfig:
     max_num_batched_tokens: int = DEFAULT_TUNING.max_num_batched_tokens
     memory_fraction: float = DEFAULT_TUNING.memory_fraction
     reserved_bytes: float = 0.0
-    """per GPU, held by the engine beside weights and KV within its memory fraction (vLLM's
-    activation peak and non-torch memory)"""
+    """per GPU, held by the engine beside weights and KV within its memory fraction (vLLM's and
+    TensorRT-LLM's activation peak and non-torch memory; SGLang's non-torch memory)"""
     block_size: int = DEFAULT_TUNING.block_size
     prefix_caching: bool = True
     spec_draft_tokens: int = 0
@@ -449,8 +460,7 @@ class SimConfig:
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
             operator_profile=_profile_file(catalog, hw),
-            reserved_bytes=(ACTIVATION_PEAK + NON_TORCH[2 if tp > 1 else 1]
-                            if engine in PROFILING_ENGINES else 0.0),
+            reserved_bytes=engine_reserve(engine, tp),
         )
         if kv_free_fraction is not None:
             # KV gets this share of what the weights and the profiled activations leave: the
