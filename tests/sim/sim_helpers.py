@@ -104,6 +104,19 @@ async def get_text(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
         return resp.status, await resp.text()
 
 
+def assert_phases_match_steps(cfg: SimConfig, reqs: list[Any]) -> None:
+    """Decode phases in closed form time every request as stepping one step at a time does."""
+    import pytest
+
+    from infermatrix.sim import simulate
+
+    fast, slow = simulate(cfg, reqs), simulate(cfg, reqs, streaks=False)
+    assert fast.steps == slow.steps
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert (a.first_token_at, a.finished_at) == pytest.approx(
+            (b.first_token_at, b.finished_at), abs=1e-9)
+
+
 def metric(text: str, name: str) -> float:
     """Sum of a Prometheus metric's samples in an exposition text."""
     total, seen = 0.0, False

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sim_helpers import catalog, config
+from sim_helpers import assert_phases_match_steps, catalog, config
 
 from infermatrix.sim import SimConfig, SimRequest, simulate
 from infermatrix.sim.config import _engine_knobs
@@ -57,13 +57,7 @@ def test_vllm_is_not_lagged() -> None:
 
 @pytest.mark.parametrize("engine,recv", [("sglang", 1), ("sglang", 10), ("trtllm", 1)])
 def test_decode_phases_take_lagged_requests_in_where_stepping_does(engine: str, recv: int) -> None:
-    reqs = _requests(16)
-    cfg = _cfg(engine, recv_interval=recv)
-    fast, slow = simulate(cfg, reqs), simulate(cfg, reqs, streaks=False)
-    assert fast.steps == slow.steps
-    for a, b in zip(fast.results, slow.results, strict=True):
-        assert (a.first_token_at, a.finished_at) == pytest.approx(
-            (b.first_token_at, b.finished_at), abs=1e-9)
+    assert_phases_match_steps(_cfg(engine, recv_interval=recv), _requests(16))
 
 
 def test_the_poll_of_a_recv_interval_is_lagged_too() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from sim_helpers import catalog, config
+from sim_helpers import assert_phases_match_steps, catalog, config
 
 from infermatrix.sim import SimConfig, SimRequest, simulate
 from infermatrix.sim.config import _engine_knobs
@@ -71,13 +71,7 @@ def test_requests_wait_for_the_poll_in_ttft() -> None:
 
 @pytest.mark.parametrize("every", [3, 10, 30])
 def test_decode_phases_take_requests_in_where_stepping_does(every: int) -> None:
-    reqs = _requests(20)
-    cfg = _sglang(every)
-    fast, slow = simulate(cfg, reqs), simulate(cfg, reqs, streaks=False)
-    assert fast.steps == slow.steps
-    for a, b in zip(fast.results, slow.results, strict=True):
-        assert (a.first_token_at, a.finished_at) == pytest.approx(
-            (b.first_token_at, b.finished_at), abs=1e-9)
+    assert_phases_match_steps(_sglang(every), _requests(20))
 
 
 def test_the_launch_arg_sets_it() -> None:
