@@ -33,31 +33,29 @@ from infermatrix.sim.virtual import SimRequest, simulate
 
 # The table is split by source (published.yaml's header): every report row is out of source,
 # never fitted on and sharing no page or setup with a calibrate row (docs/sim.md "Out of
-# source"). The report rows are held to a little under what they read with the measured Hopper
-# operators (52 rows: 31% median, 87% within 2x on 2026-11-27; 27% / 90% with the tables'
-# end-to-end-fitted Hopper shares, which folded other mechanisms into them). The issue's target
-# is 20% / 90%; this bound keeps it from regressing while the mechanisms are added.
-OOS_MAX_MEDIAN_ERROR = 0.33
-OOS_MIN_WITHIN_2X = 0.85
+# source"). Its throughput and TPOT rows are held to a little under what they read on
+# 2026-11-27 (52 rows: 28% median, 90% within 2x, with the measured Hopper operators and the
+# sustained clock; 31% / 87% at the start of that day). The issue's target is 20% / 90%; these
+# bounds keep the figures from regressing while the mechanisms are added.
+OOS_MAX_MEDIAN_ERROR = 0.30
+OOS_MIN_WITHIN_2X = 0.88
 # The calibrate rows are what the fitted values answer to: the first table's (its sources
 # below) keep issue 14's acceptance bounds (median |error| <= 25%, >= 80% within 2x), all of
-# them a little under what they read (278 rows: 18% median, 92% within 2x on 2026-11-27). A
+# them a little under what they read (300 rows: 16% median, 91% within 2x on 2026-11-27). A
 # change that makes the model worse than this fails CI.
 MAX_MEDIAN_ERROR = 0.25
 MIN_WITHIN_2X = 0.80
 FIRST_TABLE_SOURCES = ("nvidia.github.io", "www.besthub.dev", "www.hiascend.com",
                        "artificialanalysis.ai")
-ALL_MAX_MEDIAN_ERROR = 0.25
-ALL_MIN_WITHIN_2X = 0.85
-# The report bounds above are on throughput and TPOT rows. TTFT rows (35, all out
-# of source: dstack's DeepSeek-R1 CSV, GPUStack's pages, one InferenceX TensorRT-LLM run;
-# docs/sim.md "TTFT and queueing") are held to a little under what they read on 2026-11-27 with
-# the vLLM V0 prefill order: 43% median, 53% within 2x (34 rows; with the overlap schedulers'
-# lagged intake and the InferenceX row, 35 rows: 43%, 51%). The issue's target is a 30% median; the misses left are the prefill
-# step's cost (the model prefills those builds 2.5-4x too fast) and SGLang's per-rank DP
-# scheduling, named in the docs.
-TTFT_MAX_MEDIAN_ERROR = 0.50
-TTFT_MIN_WITHIN_2X = 0.45
+ALL_MAX_MEDIAN_ERROR = 0.20
+ALL_MIN_WITHIN_2X = 0.88
+# TTFT rows (35 out of source: dstack's DeepSeek-R1 and 405B CSVs, GPUStack's pages, one
+# InferenceX run; docs/sim.md "TTFT and queueing") are held apart, to a little under what they
+# read on 2026-11-27: 43% median, 51% within 2x. The issue's target is a 30% median; the misses
+# left are the prefill step's cost on 2025 builds and SGLang's per-rank DP scheduling, named in
+# the docs.
+TTFT_MAX_MEDIAN_ERROR = 0.47
+TTFT_MIN_WITHIN_2X = 0.48
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
