@@ -62,8 +62,7 @@ def _run_guarded(fn: Callable[[], int]) -> int:
     try:
         return fn()
     except CatalogError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+        exc.report(sys.stderr)
         return 2
     except UsageError as exc:
         print(f"infermatrix: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -53,6 +53,11 @@ class CatalogError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+    def report(self, file: TextIO) -> None:
+        """One ``file:line: field: message`` line per problem (the CLIs print them to stderr)."""
+        for problem in self.problems:
+            print(problem, file=file)
 
 
 @dataclass

@@ -449,8 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run(args)
     except CatalogError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+        exc.report(sys.stderr)
         return 2
     except (ClientInputError, NotReady, UsageError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

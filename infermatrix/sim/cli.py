@@ -283,8 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return _serve(args, config)
     except CatalogError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+        exc.report(sys.stderr)
         return 2
     except (SimConfigError, FaultError, TokenizerError, ProfileError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

@@ -17,6 +17,7 @@ from ..catalog.placeholders import fill, names_in
 from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
 from .coverage import warn_if_unknown
 from .engine_defaults import (
+    GIB,
     V0_MAX_NUM_SEQS,
     V0_MIN_BATCHED_TOKENS,
     default_limits,
@@ -33,7 +34,6 @@ GB = 1e9
 # "80 GB" is 80 GiB, of which the driver leaves 99% to the process (an H100 80GB reports a total
 # of 79.22 GiB in vLLM's memory profile, vllm-project/vllm PR #10511; 85.0e9 bytes in the
 # measured profile's env).
-GIB = 2**30
 USABLE_MEMORY = 0.99
 # vLLM sizes its KV cache as gpu-memory-utilization x total memory less the weights, the
 # activation peak of its profiling forward pass and the memory outside torch (CUDA context,
@@ -51,11 +51,10 @@ NON_TORCH = {1: 1.79 * GIB, 2: 3.58 * GIB}  # by whether TP > 1
 
 def engine_reserve(engine: str, tp: int) -> float:
     """Bytes per GPU the engine holds beside weights and KV within its memory fraction."""
+    non_torch = NON_TORCH[2 if tp > 1 else 1]
     if engine in PROFILING_ENGINES:
-        return ACTIVATION_PEAK + NON_TORCH[2 if tp > 1 else 1]
-    if engine == "sglang":
-        return NON_TORCH[2 if tp > 1 else 1]
-    return 0.0
+        return ACTIVATION_PEAK + non_torch
+    return non_torch if engine == "sglang" else 0.0
 # engines whose max batch size / token budget count per attention-DP rank (TensorRT-LLM
 # max_batch_size and max_num_tokens; vLLM runs one engine core per DP rank)
 PER_RANK_ENGINES = ("trtllm", "vllm")

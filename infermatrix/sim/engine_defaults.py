@@ -47,7 +47,7 @@ def default_limits(engine: str, memory_gb: float, hardware: str,
     """(max running sequences, token budget a step) the engine defaults to on this
     accelerator, per instance or, under attention DP, per rank as the engine counts them; None
     for an engine whose defaults are not known here."""
-    memory = memory_gb * GIB  # datasheet figures are binary (config.GIB)
+    memory = memory_gb * GIB  # datasheet figures are binary: "80 GB" is 80 GiB
     if engine == "vllm":
         large = memory >= 70 * GIB and "a100" not in hardware.casefold()
         if large:

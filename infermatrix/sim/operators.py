@@ -44,7 +44,7 @@ import numpy as np
 
 from .profiles import fit_file
 from .spec_cost import host_costs
-from .tables import EfficiencyTables, OperatorRow, default_tables, fabric_name
+from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_name
 
 if TYPE_CHECKING:
     from .config import SimConfig
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 Num = float | np.ndarray
 Pick = Callable[[Num, float], Num]
 
-US = 1e-6
 ACT_BYTES = 2.0  # bf16 activations
 DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
 
@@ -137,7 +136,8 @@ class StepModel:
         self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
         # a measured profile (profiles.py) times the GEMMs shape by shape instead
         self.fit = fit_file(cfg.operator_profile) if cfg.operator_profile else None
-        self._gemm_memo: dict[tuple[float, bool], tuple[float, float]] = {}
+        # per-m GEMM times, as measured (burst) and as a serving step runs them (sustained)
+        self._gemm_memos: tuple[dict[float, tuple[float, float]], ...] = ({}, {})
         # The profile's GEMMs were timed in short bursts, at boost clock; a serving step's
         # compute-bound GEMMs run at the clock the board's power limit sustains (the table's
         # sustained_clock share; the tables' own compute shares are end-to-end, sustained).
@@ -294,15 +294,16 @@ class StepModel:
             a, d = self.attn_proj_s_tok * m, self.dense_s_tok * m
             return (a if a > self.attn_proj_max else self.attn_proj_max,
                     d if d > self.dense_max else self.dense_max)
-        got = self._gemm_memo.get((m, sustained))
+        memo = self._gemm_memos[sustained]
+        got = memo.get(m)
         if got is None:
             cfg, g = self.cfg, self.gemm_fit
             b, bw = cfg.bytes_per_param, cfg.hbm_bw
             peak = cfg.peak_flops * (self.clock if sustained else 1.0)
             got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
                         for shapes in (self.attn_gemms, self.dense_gemms))
-            if len(self._gemm_memo) < 65536:
-                self._gemm_memo[(m, sustained)] = got  # type: ignore[assignment]
+            if len(memo) < 65536:
+                memo[m] = got  # type: ignore[assignment]
         return got  # type: ignore[return-value]
 
     @staticmethod
@@ -470,11 +471,11 @@ class StepModel:
         if eager:
             launch = (self.layers + draft_tokens / seqs) * self.eager_layer_s
             gpu = np.maximum(gpu, launch) if isinstance(gpu, np.ndarray) else max(gpu, launch)
-        overlap = self.overlap
-        host = self.host_fixed + self.host_s_seq * seqs
         if draft_tokens:
-            overlap = self.spec_overlap
-            host += self.spec_host_fixed - self.host_fixed
+            host, overlap = self.spec_host_fixed, self.spec_overlap
+        else:
+            host, overlap = self.host_fixed, self.overlap
+        host += self.host_s_seq * seqs
         if tokens > seqs:
             host += self.host_s_prefill * (tokens - seqs)
         host *= micro

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .tables import US
+
 if TYPE_CHECKING:
     from .config import SimConfig
     from .tables import EngineOverhead
-
-US = 1e-6
 
 
 @dataclass(frozen=True)

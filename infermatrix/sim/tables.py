@@ -31,6 +31,7 @@ EFFICIENCY_FILE = DATA_DIR / "efficiency.yaml"
 
 Share = Annotated[float, Field(gt=0, le=1)]
 Micros = Annotated[float, Field(ge=0, le=1e6)]
+US = 1e-6  # a table's microseconds, in seconds
 Source = Annotated[str, Field(min_length=3)]
 Op = Literal["gemm", "grouped_gemm", "attention_decode", "attention_prefill", "elementwise",
              "sampling", "eager_dispatch", "eager_dispatch_mla_moe", "sustained_clock"]
