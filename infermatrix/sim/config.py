@@ -21,6 +21,7 @@ from .engine_defaults import (
     V0_MAX_NUM_SEQS,
     V0_MIN_BATCHED_TOKENS,
     default_limits,
+    sglang_rank_chunk,
     unchunked_prefill,
 )
 from .errors import SimConfigError
@@ -113,6 +114,12 @@ class SimConfig:
     # engine knobs
     max_num_seqs: int = DEFAULT_TUNING.max_num_seqs
     max_num_batched_tokens: int = DEFAULT_TUNING.max_num_batched_tokens
+    # under attention DP, tokens one rank's scheduler takes a step at most (0: no per-rank
+    # budget): TensorRT-LLM's max_num_tokens and vLLM's max_num_batched_tokens per rank, every
+    # token counted; SGLang's share of chunked_prefill_size (engine_defaults.sglang_rank_chunk)
+    # for its prefill alone (``rank_prefill_only``: its decode batches do not draw on it)
+    rank_tokens: int = 0
+    rank_prefill_only: bool = False
     memory_fraction: float = DEFAULT_TUNING.memory_fraction
     reserved_bytes: float = 0.0
     """per GPU, held by the engine beside weights and KV within its memory fraction (vLLM's and
@@ -266,6 +273,15 @@ class SimConfig:
         return -(-self.max_num_seqs // self.kv_ranks)
 
     @property
+    def step_tokens(self) -> int:
+        """The token budget of one instance step: max_num_batched_tokens, or with per-rank
+        prefill budgets every rank's prefill plus a token for each running sequence (SGLang's
+        decode batches do not draw on the prefill budget)."""
+        if self.rank_prefill_only:
+            return self.rank_tokens * self.kv_ranks + self.max_num_seqs
+        return self.max_num_batched_tokens
+
+    @property
     def rank_capacity_tokens(self) -> int:
         """Tokens of KV one rank holds: the longest context one instance can serve."""
         return self.num_blocks // self.kv_ranks * self.block_size
@@ -311,6 +327,8 @@ class SimConfig:
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
             "whole_prompts": self.whole_prompts,
         }
+        if self.rank_tokens:  # the token budget of one attention-DP rank's step
+            out["rank_tokens"] = self.rank_tokens
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
         if self.engine == "sglang" and self.spec_draft_tokens:  # overlap scheduler or not
@@ -350,7 +368,10 @@ class SimConfig:
 
         ``engine`` (vllm, sglang, trtllm) picks the engine's overheads and limit semantics: under
         attention data parallelism TensorRT-LLM's and vLLM's max batch size and token budget are
-        per rank (the instance admits dp × as many), SGLang's are for the whole instance.
+        per rank (the instance admits dp × as many, each rank at most its own token budget a
+        step: ``rank_tokens``), SGLang's are for the whole instance, and each SGLang DP rank
+        prefills at most its share of the token budget a step (``rank_prefill_only``:
+        engine_defaults.sglang_rank_chunk).
         ``per_rank_limits`` overrides that. ``engine_version`` picks the tables' rows for that
         engine's builds from a version on. ``moe_a2a``: an all-to-all backend (SGLang's
         ``--moe-a2a-backend deepep``) dispatches tokens to the experts' GPUs even under attention
@@ -368,7 +389,8 @@ class SimConfig:
         without AITER's kernels. ``chunked_prefill`` False (vLLM's ``--no-enable-chunked-prefill``;
         None: the build's default, off for vLLM V0 serving an MLA model) makes vLLM prefill whole
         prompts in steps without decodes, up to max(max_model_len, 2,048) tokens a step
-        (``whole_prompts``, ``prefill_alone``). ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
+        (``whole_prompts``, ``prefill_alone``); for SGLang (``--chunked-prefill-size -1``) it
+        keeps an attention-DP rank's budget whole. ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
         speculative steps keep the overlap scheduler; ``dp_sync`` False
         (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``): attention-DP ranks skip their per-step metadata
         exchange."""
@@ -423,6 +445,12 @@ class SimConfig:
         if whole:  # V0 without chunked prefill: a step holds whole prompts up to the context
             default_seqs = V0_MAX_NUM_SEQS
             default_tokens = max(context, V0_MIN_BATCHED_TOKENS)
+        step_budget = max_num_batched_tokens or default_tokens
+        rank_tokens = step_budget if rank_scale > 1 else 0  # the engine's own, per rank
+        sglang_dp = engine == "sglang" and attention_dp and dp > 1 and rank_scale == 1
+        if sglang_dp:
+            rank_tokens = sglang_rank_chunk(release(engine_version), dp, step_budget,
+                                            chunked_prefill)
         cfg = cls(
             model=model_name, hardware=hw_name, precision=precision, kv_dtype=kv_dtype,
             served_model_name=served_model_name or mdl.hf_id,
@@ -438,7 +466,8 @@ class SimConfig:
             # the engines' own defaults count a rank's sequences under attention DP
             max_num_seqs=(max_num_seqs * rank_scale if max_num_seqs
                           else default_seqs * (dp if attention_dp else 1)),
-            max_num_batched_tokens=(max_num_batched_tokens or default_tokens) * rank_scale,
+            max_num_batched_tokens=step_budget * rank_scale, rank_tokens=rank_tokens,
+            rank_prefill_only=sglang_dp,
             memory_fraction=memory_fraction or tuning.memory_fraction,
             block_size=block_size or pool_page or tuning.block_size, prefix_caching=prefix_caching,
             spec_draft_tokens=spec_draft_tokens,
@@ -715,6 +744,8 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             except (TypeError, ValueError):
                 continue
             if num <= 0:  # -1 / 0: "no limit" or "disabled" (SGLang chunked-prefill-size -1)
+                if key == "chunked-prefill-size":  # SGLang prefills whole prompts
+                    knobs["chunked_prefill"] = False
                 continue
             knob = _ARG_KNOBS[key]
             knobs[knob] = num if knob in ("memory_fraction", "kv_free_fraction") else int(num)

@@ -17,6 +17,14 @@ sources:
 
 Other engines take tuning.py's ``max_num_seqs`` and ``max_num_batched_tokens``.
 
+SGLang under ``--enable-dp-attention`` divides ``chunked_prefill_size`` (the user's or the default)
+among the DP ranks, each of which runs its own scheduler with what is left as its prefill budget
+(``server_args.py``, ``_handle_data_parallelism``: "DP attention is enabled. The chunked prefill
+size is adjusted to ... to avoid MoE kernel issues"): ``// dp_size`` since PR #4390 ("Improve DP
+attention", merged 2025-03-13, which let dp be smaller than tp: 0.4.4), ``// 2`` in the builds
+before it, which also forced dp = tp (0.4.0 to 0.4.3.post4). A disabled chunked prefill (-1)
+stays disabled: the rank's budget is then ``max_prefill_tokens``, undivided.
+
 vLLM's V0 engine (the default before 0.8.0, when V1 became it) did not chunk prompts of MLA
 models (DeepSeek V2/V3/R1): 0.7.1 forced chunked prefill off for them (vllm-project/vllm#12642,
 "MLA is enabled; forcing chunked prefill and prefix caching to be disabled"), and V0's own
@@ -33,6 +41,7 @@ GIB = 2**30
 V0_BEFORE = (0, 8)  # vLLM's V1 engine is the default from 0.8.0
 V0_MAX_NUM_SEQS = 256
 V0_MIN_BATCHED_TOKENS = 2048  # V0's _DEFAULT_MAX_NUM_BATCHED_TOKENS
+SGLANG_CHUNK_BY_DP = (0, 4, 4)  # SGLang divides the chunk by dp, not by 2, from this release
 
 
 def unchunked_prefill(engine: str, release: tuple[int, ...] | None, attention: str) -> bool:
@@ -40,6 +49,16 @@ def unchunked_prefill(engine: str, release: tuple[int, ...] | None, attention: s
     own: vLLM's V0 engine (a stated release before 0.8) serving an MLA model."""
     return (engine == "vllm" and release is not None and release < V0_BEFORE
             and attention.startswith("mla"))
+
+
+def sglang_rank_chunk(release: tuple[int, ...] | None, dp: int, chunk: int, chunked: bool) -> int:
+    """Tokens one SGLang attention-DP rank prefills a step at most: the instance's chunked
+    prefill size ``chunk`` divided by dp (by 2 before 0.4.4; an unstated release is taken as
+    current), or all of ``chunk`` where chunked prefill is off (``chunk`` is then
+    max_prefill_tokens)."""
+    if not chunked:
+        return chunk
+    return max(1, chunk // (2 if release is not None and release < SGLANG_CHUNK_BY_DP else dp))
 
 
 def default_limits(engine: str, memory_gb: float, hardware: str,

@@ -22,9 +22,11 @@ infermatrix/sim/data/efficiency.yaml by hardware, dtype and operator:
   preparation, output processing) as a function of the batch, overlapped with the GPU where the
   engine has an overlap scheduler.
 
-Under attention data parallelism each rank attends to its own sequences: the step waits for
-the rank with the most of them (ceil(seqs / dp) when the scheduler balances them; the expected
-maximum of a random placement when requests reach ranks at random, as SGLang's PD decode does).
+Under attention data parallelism each rank attends to its own sequences: a decode step waits
+for the rank with the most of them (ceil(seqs / dp) when the scheduler balances them; the
+expected maximum of a random placement when requests reach ranks at random, as SGLang's PD
+decode does); a step that prefills waits for the rank the scheduler gave the most new tokens,
+whose own tokens, sequences, KV and attention pairs the scheduler hands over (``busiest``).
 
 Decode steps run as captured CUDA/NPU graphs up to the recipe's largest captured batch per rank;
 a larger batch (or an engine with graphs disabled) runs eagerly, and then the host must launch
@@ -48,6 +50,7 @@ from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_na
 
 if TYPE_CHECKING:
     from .config import SimConfig
+    from .perf import BatchShape
 
 # a number, or an array of them (one per step of a decode phase), and min/max for either
 Num = float | np.ndarray
@@ -387,22 +390,42 @@ class StepModel:
         return largest, largest / seqs, m
 
     def step_time(self, tokens: int, seqs: int, kv_read: int, attn_pairs: float,
-                  draft_tokens: int = 0) -> float:
+                  draft_tokens: int = 0, busiest: BatchShape | None = None) -> float:
+        """One step of the batch's aggregates; ``busiest``: under attention DP, those of the
+        rank the scheduler gave the most new tokens, which time the attention side."""
         if seqs == 0:
             return 0.0
         micro = 1
         if self.pp > 1:
+            busiest = None  # (a micro-batch's ranks are not tracked: the balanced share)
             seqs, share, micro = self._micro_batch(seqs)
             tokens, kv_read, attn_pairs, draft_tokens = (  # type: ignore[assignment]
                 tokens * share, kv_read * share, attn_pairs * share, draft_tokens * share)
         work = tokens + draft_tokens
         decode = tokens <= seqs
+        eager = not self._graphed(seqs) if decode else self.prefill_eager
+        if busiest is not None and self.dpa > 1:
+            return self._rank_step(tokens, seqs, work, draft_tokens, busiest, eager)
         rank = self._busiest_rank(seqs) if decode or self.cp == 1 else 1.0 / self.cp
         w_r = work * rank
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
                                           decode)
-        eager = not self._graphed(seqs) if decode else self.prefill_eager
         return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro)
+
+    def _rank_step(self, tokens: int, seqs: int, work: int, draft_tokens: int,
+                   busiest: BatchShape, eager: bool) -> float:
+        """A step under attention DP timed by its busiest rank's own aggregates on the
+        attention side (each rank's scheduler fills its own batch: one rank may prefill a
+        whole chunk while the others decode a token each). The experts still take every
+        rank's tokens, and the gather/scatter keeps the balanced share (as before)."""
+        b = busiest
+        split = 1.0 / self.cp if b.tokens > b.seqs else 1.0  # prefill context parallelism
+        w_r = (b.tokens + b.draft_tokens) * split
+        attention = self._attention_layer(w_r, b.seqs * split, b.kv_read * split,
+                                          b.attn_pairs * split, b.tokens <= b.seqs)
+        gathered = work * self._busiest_rank(seqs)
+        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager,
+                          w_comm=gathered)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:
         """``step_time(seqs, seqs, kv, kv, draft_tokens)`` for every ``kv`` of ``kv_reads`` at
@@ -455,15 +478,18 @@ class StepModel:
                 + self.sample_fixed + self.sample_s_seq * seqs)
 
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
-              draft_tokens: int, eager: bool, micro: int = 1) -> Num:
+              draft_tokens: int, eager: bool, micro: int = 1, w_comm: float = -1.0) -> Num:
         """A step from its attention time (a number, or an array of them, one per step):
         every other operator depends only on the batch's token and sequence counts. ``eager``:
         without graphs the host launches every layer's operators, at least as long as the GPU
         takes (launches and kernels overlap). With ``micro`` pipeline micro-batches the counts
-        are one micro-batch's and the host schedules each of them."""
+        are one micro-batch's and the host schedules each of them. ``w_comm``: the busiest
+        rank's tokens the collectives move, where they differ from ``w_r``."""
+        if w_comm < 0:
+            w_comm = w_r
         layer = (self._kernels(w_r, work, attention)
-                 + (self.comm_fixed + self.comm_s_tok * w_r) * self.comm_visible)
-        gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_r
+                 + (self.comm_fixed + self.comm_s_tok * w_comm) * self.comm_visible)
+        gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_comm
                + self.sample_fixed + self.sample_s_seq * seqs)
         if draft_tokens:
             # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch

@@ -27,6 +27,9 @@ class BatchShape:
     kv_read: int  # sum over sequences of the context attended (prior + new tokens)
     attn_pairs: float  # sum over new tokens of the positions each attends to
     draft_tokens: int = 0  # speculative tokens verified on top of ``tokens``
+    # under attention DP, a step that prefills: the aggregates of the rank with the most new
+    # tokens, whose attention-side work (projections, attention, dense MLP) the step waits for
+    busiest: BatchShape | None = None
 
 
 class PerfModel:
@@ -47,7 +50,7 @@ class PerfModel:
         return self.model.weights_s(tokens)
 
     def step_time(self, b: BatchShape) -> float:
-        return self._step(b.tokens, b.seqs, b.kv_read, b.attn_pairs, b.draft_tokens)
+        return self._step(b.tokens, b.seqs, b.kv_read, b.attn_pairs, b.draft_tokens, b.busiest)
 
     def decode_time(self, seqs: int, context: int, draft_per_seq: int = 0) -> float:
         """A pure decode step of ``seqs`` sequences holding ``context`` tokens in total."""

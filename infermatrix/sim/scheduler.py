@@ -16,7 +16,10 @@ chunked rather than left waiting forever).
 Under attention data parallelism each rank keeps the KV of its own sequences in its own pool:
 a sequence is placed on one rank when admitted (the longest cached prefix, then the fewest
 sequences, then the most free blocks, among ranks where it fits), and a rank that runs out
-preempts its own most recent sequence.
+preempts its own most recent sequence. Each rank's scheduler takes at most its own token
+budget a step (``rank_tokens``: TensorRT-LLM's and vLLM's per-rank budget, every token counted;
+SGLang's share of the chunked prefill size, for prefill chunks alone), and a step that prefills
+carries the aggregates of its busiest rank (the most new tokens) for the step model.
 
 The core is clock-free: ``schedule()`` returns a step, the caller decides how long it takes and
 when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers share it.
@@ -67,6 +70,25 @@ class Step:
         return self._entries
 
 
+def busiest_rank(ranks: int, entries: Sequence[tuple[Seq, int, int]],
+                 held: np.ndarray | None = None) -> BatchShape:
+    """The aggregates of the attention-DP rank with the most new tokens (then the most KV
+    read): of ``entries`` (sequence, tokens computed, drafts), plus under a DecodeBatch
+    ``held`` (tokens, sequences, KV read, attention pairs, drafts by rank: its decoders')."""
+    loads = np.zeros((5, ranks)) if held is None else held
+    if entries:  # (one list per column: faster than transposing with zip(*entries))
+        rank = np.array([seq.rank for seq, _, _ in entries])
+        done = np.array([seq.num_computed for seq, _, _ in entries], np.float64)
+        n = np.array([n for _, n, _ in entries], np.float64)
+        drafts = np.array([draft for _, _, draft in entries], np.float64)
+        for i, w in enumerate((n, None, done + n, n * done + n * (n + 1) / 2, drafts)):
+            loads[i] += np.bincount(rank, weights=w, minlength=ranks)
+    tokens, count, kv, pairs, drafts = loads.tolist()
+    top = max(range(ranks), key=lambda r: (tokens[r] + drafts[r], kv[r]))
+    return BatchShape(int(tokens[top]), int(count[top]), int(kv[top]), pairs[top],
+                      int(drafts[top]))
+
+
 def _with_entries(entries: Sequence[tuple[Seq, int, int]], tokens: int, drafts: int, kv_read: int,
                   pairs: float, pure: bool) -> tuple[int, int, int, float, bool]:
     """A step's shape sums (tokens, drafts, KV read, attention pairs, all decoding) with
@@ -91,6 +113,13 @@ class EngineCore:
                       for _ in range(ranks)]
         self.pool = RankPools(self.pools)  # the instance's view (metrics, router, resets)
         self.rank_seqs = [0] * ranks  # running sequences per rank
+        self.step_tokens = cfg.step_tokens  # the instance's token budget a step
+        # under attention DP: tokens each rank takes a step at most (0: no such budget),
+        # whether decoders draw on it (not SGLang's), and what is left of it in the step
+        # being built
+        self.rank_chunk = cfg.rank_tokens
+        self.rank_decodes = not cfg.rank_prefill_only
+        self._rank_left: list[int] | None = None
         self.rank_max_seqs = cfg.rank_max_seqs
         self.bs = cfg.block_size
         self.draft = cfg.spec_draft_tokens
@@ -187,7 +216,8 @@ class EngineCore:
     def _build(self, prefill_only: bool) -> Step | None:
         """The next step from the running sequences (``prefill_only``: those still
         prefilling) and then the waiting ones; None when it would be empty."""
-        budget = self.cfg.max_num_batched_tokens
+        budget = self.step_tokens
+        rank_left = self._rank_budgets()
         entries: list[tuple[Seq, int, int]] = []
         pools = self.pools
         running = self.running
@@ -207,6 +237,12 @@ class EngineCore:
                 i += 1
                 continue
             n = left if left < budget else budget
+            if rank_left is not None and (left > 1 or self.rank_decodes):
+                room = rank_left[seq.rank]
+                if room <= 0:  # its rank's budget is spent: next step
+                    i += 1
+                    continue
+                n = n if n < room else room
             draft = spec if spec and seq.num_output and n == left else 0
             need = -(-(done + n + draft) // bs) - len(seq.blocks)
             if need > 0:
@@ -223,6 +259,8 @@ class EngineCore:
                 seq.blocks += pool.allocate(need)  # type: ignore[operator]
             entries.append((seq, n, draft))
             budget -= n
+            if rank_left is not None and (left > 1 or self.rank_decodes):
+                rank_left[seq.rank] -= n
             i += 1
             tokens += n
             drafts += draft
@@ -243,7 +281,16 @@ class EngineCore:
             return None
         tokens, drafts, kv_read, pairs, pure = _with_entries(
             entries[kept:], tokens, drafts, kv_read, pairs, pure)
-        return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts), pure)
+        busiest = None
+        if len(pools) > 1 and tokens > len(entries):  # a step that prefills under DP
+            busiest = busiest_rank(len(pools), entries)
+        return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts, busiest),
+                    pure)
+
+    def _rank_budgets(self) -> list[int] | None:
+        """A fresh step's token budget per rank (None without per-rank budgets)."""
+        self._rank_left = [self.rank_chunk] * len(self.pools) if self.rank_chunk else None
+        return self._rank_left
 
     def _schedule_batch(self) -> Step | None:
         """schedule() over the DecodeBatch, or None after leaving it (a step that would not
@@ -252,10 +299,20 @@ class EngineCore:
         assert b is not None
         running, pools, spec = self.running, self.pools, self.draft
         m = len(running)
-        budget = self.cfg.max_num_batched_tokens
+        budget = self.step_tokens
         if m > budget:
             self.leave_batch()
             return None
+        rank_left = self._rank_budgets()
+        if (rank_left is not None and self.rank_decodes
+                and (self.waiting or self.rank_max_seqs > self.rank_chunk)):
+            # every decoder takes a token of its rank's budget
+            rank_left = self._rank_left = [
+                left - held for left, held in zip(
+                    rank_left, np.bincount(b.rank, minlength=len(pools)).tolist(), strict=True)]
+            if min(rank_left) < 0:  # a rank cannot decode all its sequences this step
+                self.leave_batch()
+                return None
         need = -(-(b.computed + 1 + spec) // self.bs) - b.blocks
         grow = np.flatnonzero(need > 0)
         if grow.size:
@@ -274,6 +331,13 @@ class EngineCore:
         kv_read = int(b.computed.sum()) + m
         tokens, drafts, kv_read, pairs, pure = _with_entries(
             admitted, m, m * spec, kv_read, float(kv_read), True)
+        busiest = None
+        if len(pools) > 1 and tokens > m + len(admitted):  # admissions prefill under DP
+            ranks = len(pools)
+            count = np.bincount(b.rank, minlength=ranks).astype(np.float64)
+            kv = np.bincount(b.rank, weights=b.computed + 1, minlength=ranks)
+            busiest = busiest_rank(ranks, admitted,  # a decoder: 1 token, pairs = its KV read
+                                   np.stack([count, count, kv, kv, count * spec]))
         if admitted:
             joining = [seq for seq, n, draft in admitted
                        if n == 1 and draft == spec and is_quiet_decoder(seq)]
@@ -282,8 +346,8 @@ class EngineCore:
             else:  # not all decoders: the batch is left with the counters as they are now
                 b.write_back(decoders)
                 self._batch = None
-        return Step(admitted, BatchShape(tokens, m + len(admitted), kv_read, pairs, drafts),
-                    pure, decoders=decoders, draft=spec)
+        return Step(admitted, BatchShape(tokens, m + len(admitted), kv_read, pairs, drafts,
+                                         busiest), pure, decoders=decoders, draft=spec)
 
     def _finish_batch(self, t: float) -> None:
         """finish() of a step scheduled over the DecodeBatch (and still over it)."""
@@ -349,16 +413,18 @@ class EngineCore:
             matched.pop()
         return matched
 
-    def _place(self, seq: Seq) -> tuple[int, list[int], bool]:
+    def _place(self, seq: Seq, rank_left: list[int] | None = None) -> tuple[int, list[int], bool]:
         """The attention-DP rank for a sequence being admitted, its cached blocks there and
-        whether the rank has room for it (``_room``): among ranks with room, the longest cached
-        prefix, then the fewest sequences, then the most free blocks."""
+        whether the rank has room for it (``_room``): among ranks with room (and prefill
+        budget left this step, given ``rank_left``), the longest cached prefix, then the fewest
+        sequences, then the most free blocks."""
         need = self.blocks_needed(seq.target)
-        best: tuple[tuple[bool, int, int, int], int, list[int]] | None = None
+        best: tuple[tuple[bool, bool, int, int, int], int, list[int]] | None = None
         for r, pool in enumerate(self.pools):
             matched = self._matched(seq, pool)
             free = pool.free_blocks
-            key = (self._room(r, seq, matched, need, free), len(matched), -self.rank_seqs[r], free)
+            key = (self._room(r, seq, matched, need, free),
+                   rank_left is None or rank_left[r] > 0, len(matched), -self.rank_seqs[r], free)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
@@ -397,16 +463,17 @@ class EngineCore:
         seq = self.waiting[0]
         if self.reserve:
             return self._place(seq)[2]
-        budget = self.cfg.max_num_batched_tokens
+        budget = self.step_tokens
         if not self.prefill_alone:
             budget -= len(self.running)  # decoders take 1 each
-        if budget <= 0:
-            return False
         for r, pool in enumerate(self.pools):
-            if self.rank_seqs[r] >= self.rank_max_seqs:
+            chunk = budget
+            if self.rank_chunk:  # the rank's own budget, less its decoders where they count
+                chunk = min(chunk, self.rank_chunk - self.rank_seqs[r] * self.rank_decodes)
+            if self.rank_seqs[r] >= self.rank_max_seqs or chunk <= 0:
                 continue
             matched = self._matched(seq, pool)
-            if self._chunk_fits(r, pool, matched, self._first_chunk(seq, matched, budget)[3]):
+            if self._chunk_fits(r, pool, matched, self._first_chunk(seq, matched, chunk)[3]):
                 return True
         return False
 
@@ -429,15 +496,21 @@ class EngineCore:
         return computed, n, draft, self.blocks_needed(computed + n + draft) - len(matched)
 
     def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
+        rank_left = self._rank_left
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
             seq = self.waiting[0]
-            rank, matched, room = self._place(seq)
+            rank, matched, room = self._place(seq, rank_left)
             if self.rank_seqs[rank] >= self.rank_max_seqs:
                 break  # every rank is full
             if self.reserve and not room:
                 break  # no rank can reserve its KV to completion: wait for one to finish
+            chunk = budget
+            if rank_left is not None:
+                chunk = min(budget, rank_left[rank])
+                if chunk <= 0:
+                    break  # every rank with room prefilled its share this step
             pool = self.pools[rank]
-            seq.num_computed, n, draft, need = self._first_chunk(seq, matched, budget)
+            seq.num_computed, n, draft, need = self._first_chunk(seq, matched, chunk)
             if self.whole and entries and seq.num_computed + n < seq.target:
                 seq.num_computed = 0  # its whole prompt does not fit what is left of the step
                 break
@@ -471,6 +544,8 @@ class EngineCore:
             self.running.append(seq)
             entries.append((seq, n, draft))
             budget -= n
+            if rank_left is not None:
+                rank_left[rank] -= n
         return budget
 
     def _preempt(self, seq: Seq) -> None:
@@ -593,7 +668,7 @@ class EngineCore:
         seqs = self.running
         b = self._batch if step.batched else None  # over a DecodeBatch: read from its arrays
         if (len(b if b is not None else step.entries) != len(seqs)
-                or len(seqs) > self.cfg.max_num_batched_tokens
+                or len(seqs) > self.step_tokens
                 or self.could_admit()
                 or not (step.pure_decode or self._prefills_complete(step))):
             return 1
