@@ -415,16 +415,17 @@ class EngineCore:
 
     def _place(self, seq: Seq, rank_left: list[int] | None = None) -> tuple[int, list[int], bool]:
         """The attention-DP rank for a sequence being admitted, its cached blocks there and
-        whether the rank has room for it (``_room``): among ranks with room (and prefill
-        budget left this step, given ``rank_left``), the longest cached prefix, then the fewest
-        sequences, then the most free blocks."""
+        whether the rank has room for it (``_room``): among ranks with room, the longest cached
+        prefix (a conversation stays with its rank even when that rank spent this step's
+        budget: it waits for the next), then token budget left this step (given
+        ``rank_left``), then the fewest sequences, then the most free blocks."""
         need = self.blocks_needed(seq.target)
-        best: tuple[tuple[bool, bool, int, int, int], int, list[int]] | None = None
+        best: tuple[tuple[bool, int, bool, int, int], int, list[int]] | None = None
         for r, pool in enumerate(self.pools):
             matched = self._matched(seq, pool)
             free = pool.free_blocks
-            key = (self._room(r, seq, matched, need, free),
-                   rank_left is None or rank_left[r] > 0, len(matched), -self.rank_seqs[r], free)
+            key = (self._room(r, seq, matched, need, free), len(matched),
+                   rank_left is None or rank_left[r] > 0, -self.rank_seqs[r], free)
             if best is None or key > best[0]:
                 best = (key, r, matched)
         assert best is not None
@@ -508,7 +509,7 @@ class EngineCore:
             if rank_left is not None:
                 chunk = min(budget, rank_left[rank])
                 if chunk <= 0:
-                    break  # every rank with room prefilled its share this step
+                    break  # its rank took its budget this step: the next one
             pool = self.pools[rank]
             seq.num_computed, n, draft, need = self._first_chunk(seq, matched, chunk)
             if self.whole and entries and seq.num_computed + n < seq.target:

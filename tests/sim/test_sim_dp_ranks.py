@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sim_helpers import catalog
 
-from infermatrix.sim import SimConfig
+from infermatrix.sim import SimConfig, segment_hashes
 from infermatrix.sim.perf import BatchShape, PerfModel
 from infermatrix.sim.scheduler import EngineCore, Step
 from infermatrix.sim.seq import Seq
@@ -122,3 +122,27 @@ def test_decode_steps_keep_the_balanced_share() -> None:
     _steps_to_first_token(core, seqs)
     step = core.schedule()
     assert step is not None and step.pure_decode and step.shape.busiest is None
+
+
+def test_a_conversation_waits_for_its_rank_rather_than_lose_its_cache() -> None:
+    # a later turn goes to the rank caching its prefix even when another turn of the same
+    # prefix took that rank's budget this step (TensorRT-LLM's conversation affinity, and
+    # the cache it keeps): it waits a step there, not recomputes everything elsewhere
+    cfg = _r1()
+    core = EngineCore(cfg)
+    system = [("system", 8192)]
+    first = Seq(0, 8292, 2, hashes=segment_hashes([*system, ("user-0", 100)], cfg.block_size))
+    _steps_to_first_token(core, [first])
+    while core.running:  # it finishes; its blocks stay cached on its rank
+        step = core.schedule()
+        assert step is not None
+        core.finish(step, 0.0)
+    others = [Seq(i, 8192 + 3000, 2,
+                  hashes=segment_hashes([*system, (f"user-{i}", 3000)], cfg.block_size))
+              for i in (1, 2)]
+    steps = _steps_to_first_token(core, others)
+    assert {s.rank for s in others} == {first.rank}
+    assert all(s.cached_tokens >= 8192 for s in others)
+    # the second waited for the first's chunks: 3,000 + 3,000 new tokens at 1,024 a step
+    assert len(steps) == 6
+    assert all(sum(n for _, n, _ in s.entries if n > 1) <= 1024 for s in steps)
