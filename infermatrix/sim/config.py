@@ -25,6 +25,7 @@ from .engine_defaults import (
 )
 from .errors import SimConfigError
 from .names import precision_name, resolve
+from .prefill_graphs import graphed_prefill_tokens
 from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name, release
 from .tuning import DEFAULT_TUNING, Tuning
@@ -133,6 +134,11 @@ class SimConfig:
     # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
     # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
     graph_max_seqs: int = -1
+    # steps that prefill: the deployment turns piecewise graphs on (True) or off (False) itself,
+    # or leaves it to the engine (None; prefill_graphs.py), and the largest step they capture
+    # (SGLang --piecewise-cuda-graph-max-tokens; 0: the engine's default)
+    prefill_graphs: bool | None = None
+    prefill_graph_max_tokens: int = 0
     # TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request only when
     # the KV blocks of its whole prompt + max_tokens are free besides what the running ones still
     # need: a started request is never paused. vLLM and SGLang admit on the blocks needed now.
@@ -290,6 +296,11 @@ class SimConfig:
         if self.prefill is not None:
             self.prefill.check()
 
+    def _prefill_graph_tokens(self) -> int:
+        engine = default_tables().engines.get(self.engine)  # type: ignore[call-overload]
+        tokens = graphed_prefill_tokens(engine.prefill_graphs if engine else None, self)
+        return -1 if math.isinf(tokens) else int(tokens)
+
     def summary(self) -> dict[str, Any]:
         """What the server logs at start and /v1/models reports: the numbers that matter."""
         out: dict[str, Any] = {
@@ -310,6 +321,8 @@ class SimConfig:
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
             "whole_prompts": self.whole_prompts,
+            # the largest step that prefills and replays graphs (-1: every one, 0: none)
+            "prefill_graph_tokens": self._prefill_graph_tokens(),
         }
         if self.vendor == "amd":
             out["rocm_aiter"] = self.rocm_aiter
@@ -344,7 +357,8 @@ class SimConfig:
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
         rocm_aiter: bool = True, chunked_prefill: bool | None = None, overlap_intake: bool = True,
-        spec_v2: bool = False, dp_sync: bool = True,
+        spec_v2: bool = False, dp_sync: bool = True, prefill_graphs: bool | None = None,
+        prefill_graph_max_tokens: int = 0,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -371,7 +385,9 @@ class SimConfig:
         (``whole_prompts``, ``prefill_alone``). ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
         speculative steps keep the overlap scheduler; ``dp_sync`` False
         (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``): attention-DP ranks skip their per-step metadata
-        exchange."""
+        exchange. ``prefill_graphs`` True / False: the deployment turns piecewise graphs for
+        steps that prefill on or off itself (None: the engine decides, prefill_graphs.py);
+        ``prefill_graph_max_tokens`` caps the step they capture."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
@@ -446,6 +462,7 @@ class SimConfig:
                              else spec_acceptance) if spec_draft_tokens else 0.0,
             stream_interval=max(1, stream_interval), recv_interval=max(1, recv_interval),
             overlap_intake=overlap_intake, graph_max_seqs=graph_max_seqs,
+            prefill_graphs=prefill_graphs, prefill_graph_max_tokens=max(0, prefill_graph_max_tokens),
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
@@ -608,6 +625,7 @@ _ARG_KNOBS = {
     "cuda-graph-max-bs": "graph_max_seqs", "cuda-graph-config.max-batch-size": "graph_max_seqs",
     "max-cudagraph-capture-size": "graph_max_tokens",
     "attn-cp-size": "attention_cp",
+    "piecewise-cuda-graph-max-tokens": "prefill_graph_max_tokens",
     # TensorRT-LLM: the share of the memory left after the weights, not of the whole HBM
     "kv-cache-config.free-gpu-memory-fraction": "kv_free_fraction",
 }
@@ -616,6 +634,14 @@ _ARG_KNOBS = {
 # graph capture sizes given as a list: the largest is the limit
 _GRAPH_LISTS = {"cuda-graph-bs": "graph_max_seqs", "cuda-graph-config.batch-sizes": "graph_max_seqs",
                 "cuda-graph-sizes": "graph_max_tokens"}
+
+
+# flags that turn piecewise graphs for steps that prefill off (False) or on (True) when set:
+# SGLang's (--enable-piecewise-cuda-graph before they were the default, 0.5.10), TensorRT-LLM's
+_PREFILL_GRAPH_SWITCHES = {
+    "disable-piecewise-cuda-graph": False, "enforce-piecewise-cuda-graph": True,
+    "enable-piecewise-cuda-graph": True, "torch-compile-config.enable-piecewise-cuda-graph": True,
+}
 
 
 def _resolve(value: Any, params: dict[str, Any]) -> Any:
@@ -704,6 +730,10 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             continue
         if key in ("disable-overlap-schedule", "disable-overlap-scheduler"):  # SGLang, TRT-LLM
             knobs["overlap_intake"] = not _truthy(value)
+            continue
+        if key in _PREFILL_GRAPH_SWITCHES:  # piecewise graphs for steps that prefill
+            if _truthy(value):
+                knobs["prefill_graphs"] = _PREFILL_GRAPH_SWITCHES[key]
             continue
         if key in ("disable-cuda-graph", "enforce-eager"):
             if _truthy(value):

@@ -30,7 +30,9 @@ Decode steps run as captured CUDA/NPU graphs up to the recipe's largest captured
 a larger batch (or an engine with graphs disabled) runs eagerly, and then the host must launch
 every operator of every layer itself: the step takes at least ``layers × eager dispatch`` (the
 ``eager_dispatch`` row of the tables). Under a random placement the share of steps that fit the
-graph is the probability that no rank exceeds it.
+graph is the probability that no rank exceeds it. A step that prefills replays piecewise
+graphs only where the engine captures them for this deployment and up to its largest captured
+size (prefill_graphs.py); otherwise it takes the same eager floor.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .prefill_graphs import graphed_prefill_tokens
 from .profiles import fit_file
 from .spec_cost import host_costs
 from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_name
@@ -264,8 +267,9 @@ class StepModel:
         costs = host_costs(eng, cfg)
         self.host_fixed, self.overlap = costs.plain_s, costs.plain_overlap
         self.spec_host_fixed, self.spec_overlap = costs.spec_s, costs.spec_overlap
-        # steps that prefill launched layer by layer (SGLang before piecewise CUDA graphs)
-        self.prefill_eager = eng.prefill_eager(cfg.engine_version)
+        # steps that prefill replay piecewise graphs up to this many tokens; larger ones, or
+        # all where the engine turns them off, launch layer by layer (prefill_graphs.py)
+        self.prefill_graph_tokens = graphed_prefill_tokens(eng.prefill_graphs, cfg)
 
     def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
                      head_dim: float, tpa: int, p_dense: float) -> None:
@@ -401,7 +405,7 @@ class StepModel:
         w_r = work * rank
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
                                           decode)
-        eager = not self._graphed(seqs) if decode else self.prefill_eager
+        eager = not self._graphed(seqs) if decode else tokens > self.prefill_graph_tokens
         return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:

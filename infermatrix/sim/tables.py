@@ -60,6 +60,9 @@ def _a_release(version: str) -> str:
     return version
 
 
+Version = Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -106,6 +109,34 @@ class Fabric(_Strict):
     source: Source
 
 
+class PrefillGraphs(_Strict):
+    """When an engine's steps that prefill (a prompt's chunk, alone or with decodes) replay
+    captured (piecewise) graphs, as the engine decides it at start and step by step; a step
+    that does not launches every layer from the host (the ``eager_dispatch`` floor).
+    prefill_graphs.py applies these to a deployment."""
+
+    default: bool = True
+    """the engine turns them on by itself (False: only where the deployment asks for them,
+    TensorRT-LLM's ``torch_compile_config.enable_piecewise_cuda_graph``)"""
+    since: Version | None = None
+    """the first release that turns them on by default; an earlier build runs without them
+    unless asked, a build of unknown version is taken to have them"""
+    vendors: list[Literal["nvidia", "amd", "huawei"]] | None = None
+    """the hardware they run on (None: any); elsewhere the engine turns them off"""
+    off_under: list[Literal["attention_dp", "moe_a2a", "pp"]] = []
+    """deployment features under which the engine turns them off"""
+    speculative_since: Version | None = None
+    """the first release that keeps them under speculative decoding (earlier builds turn them
+    off when a draft runs)"""
+    sparse_attention_since: Version | None = None
+    """the first release that captures them for DeepSeek sparse attention (``mla-sparse``)
+    models; earlier builds turn them off for those"""
+    mla_max_tokens: Annotated[int, Field(ge=0)] = 0
+    """MLA models: the largest step (tokens) captured by default (0: the step budget); a larger
+    step runs without graphs"""
+    source: Source
+
+
 class EngineOverhead(_Strict):
     step_us: Micros
     per_seq_us: Micros
@@ -114,11 +145,9 @@ class EngineOverhead(_Strict):
     """host work of step n+1 overlaps the GPU's step n"""
     comm_overlap: Annotated[float, Field(ge=0, lt=1)] = 0.0
     """share of collective time hidden behind compute (two-batch overlap and the like)"""
-    prefill_graphs_since: Annotated[str, BeforeValidator(written_version),
-                                    AfterValidator(_a_release)] | None = None
-    """the first release whose steps that prefill replay (piecewise) graphs by default: a
-    build before it launches every layer of such a step from the host (the eager_dispatch
-    floor); a build of unknown version, or an engine without it, is taken to replay them"""
+    prefill_graphs: PrefillGraphs | None = None
+    """when the engine's steps that prefill replay (piecewise) graphs (prefill_graphs.py);
+    None: always, as vLLM V1's do"""
     spec_step_us: Micros | None = None
     """host work of a speculative (draft + verify) step in place of ``step_us``: scheduling
     plus the input preparation between the draft, verify and draft-extend passes"""
@@ -130,12 +159,6 @@ class EngineOverhead(_Strict):
     metadata before any of them may run (SGLang's MLP-sync all-gather)"""
     spec_source: Source | None = None
     source: Source
-
-    def prefill_eager(self, version: str | None) -> bool:
-        """Whether a build of ``version`` runs its steps that prefill without graphs."""
-        built = release(version)
-        return (self.prefill_graphs_since is not None and built is not None
-                and not _at_least(built, self.prefill_graphs_since))
 
 
 class AcceptanceRow(_Strict):
@@ -242,7 +265,7 @@ class EfficiencyTables(_Strict):
                 continue
             if row.dtype not in ("*", dtype):
                 continue
-            if row.engine != "*" and (row.engine != engine or not _at_least(version, row.since)):
+            if row.engine != "*" and (row.engine != engine or not at_least(version, row.since)):
                 continue
             if row.rocm_aiter is not None and row.rocm_aiter != rocm_aiter:
                 continue
@@ -289,7 +312,7 @@ def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]
     return out
 
 
-def _at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
+def at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
     if since is None:
         return True
     floor = release(since)
