@@ -637,9 +637,11 @@ _GRAPH_LISTS = {"cuda-graph-bs": "graph_max_seqs", "cuda-graph-config.batch-size
 
 
 # flags that turn piecewise graphs for steps that prefill off (False) or on (True) when set:
-# SGLang's (--enable-piecewise-cuda-graph before they were the default, 0.5.10), TensorRT-LLM's
+# SGLang's (--enable-piecewise-cuda-graph before they were the default, 0.5.10; full
+# --enable-torch-compile turns them off), TensorRT-LLM's
 _PREFILL_GRAPH_SWITCHES = {
-    "disable-piecewise-cuda-graph": False, "enforce-piecewise-cuda-graph": True,
+    "disable-piecewise-cuda-graph": False, "enable-torch-compile": False,
+    "enforce-piecewise-cuda-graph": True,
     "enable-piecewise-cuda-graph": True, "torch-compile-config.enable-piecewise-cuda-graph": True,
 }
 

@@ -41,7 +41,7 @@ def test_sglang_mla_prefill_graphs_stop_at_2048_tokens() -> None:
     """MLA-backend models capture piecewise graphs up to 2,048 tokens by default (PR #15927);
     a larger step launches every layer from the host."""
     cfg = _r1()
-    assert _graphed(cfg) == 2048
+    assert _graphed(cfg) == 2048 and cfg.summary()["prefill_graph_tokens"] == 2048
     floor = _floor_ms(cfg)
     assert _prefill_ms(cfg, 2048) < 0.8 * floor  # graphed: the GPU's time alone
     assert _prefill_ms(cfg, 2049) >= floor
@@ -121,6 +121,7 @@ def test_recipe_flags_switch_prefill_graphs() -> None:
         return _engine_knobs(recipe, pool.model_copy(update={"args": args, "config": cfg or {}}), {})
 
     assert knobs({"--disable-piecewise-cuda-graph": True})["prefill_graphs"] is False
+    assert knobs({"--enable-torch-compile": True})["prefill_graphs"] is False  # full compile
     assert knobs({"--enable-piecewise-cuda-graph": True})["prefill_graphs"] is True
     assert knobs({"--piecewise-cuda-graph-max-tokens": 4096})["prefill_graph_max_tokens"] == 4096
     trt = knobs({}, {"torch_compile_config": {"enable_piecewise_cuda_graph": True}})
