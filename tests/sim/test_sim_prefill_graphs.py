@@ -38,8 +38,9 @@ def _floor_ms(cfg: SimConfig) -> float:
 
 
 def test_sglang_mla_prefill_graphs_stop_at_2048_tokens() -> None:
-    """MLA-backend models capture piecewise graphs up to 2,048 tokens by default (PR #15927);
-    a larger step launches every layer from the host."""
+    """MLA-backend models capture piecewise graphs up to 2,048 tokens by default (SGLang's
+    server_args.py _handle_gpu_memory_settings); a larger step launches every layer from the
+    host."""
     cfg = _r1()
     assert _graphed(cfg) == 2048 and cfg.summary()["prefill_graph_tokens"] == 2048
     floor = _floor_ms(cfg)
