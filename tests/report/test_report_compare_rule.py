@@ -48,9 +48,15 @@ CONFIGS = {
     "steady-2": (SynthJob(hardware="H200", engine="vllm"), (1.0, *JITTER, 1.02), 2000),
     # nights swinging ±5 %: 10 % slower is within the noise, though beyond a fixed 3 % band
     "noisy-10": (SynthJob(hardware="B200", engine="sglang"), (1.0, *SWINGS, 0.9), 2000),
+    # nights swinging ±1 % (σ 1.08 %): 6.5 % slower is within z × √2 × σ (7.6 %), not z × σ (5.4 %)
+    "edge-6": (SynthJob(hardware="H100", engine="sglang"),
+               (1.0, 1.0, 0.99, 1.01, 0.985, 1.015, 1.0, 0.99, 1.01, 0.99, 1.01, 0.9444), 2000),
     # two runs of history: the 3 % band stands in for the nights (no samples: no levels' noise)
     "young-5": (SynthJob(hardware="B200", engine="trtllm", tp=4),
-                (*[None] * 10, 1.0, 0.95), 0),
+                (*[None] * 9, 1.0, 1.0, 0.95), 0),
+    # skipped most runs: its nights are those of the last 10 runs, not its last 10 values
+    "gappy-5": (SynthJob(hardware="B200", engine="vllm"),
+                (0.7, 1.0, *[None] * 7, 1.0005, 0.9995, 0.95), 2000),
     # ten requests a level: 5 % slower is within the levels' own noise
     "small-5": (SynthJob(hardware="H100", engine="vllm"), (1.0, *JITTER, 0.95), 10),
 }
@@ -61,7 +67,8 @@ METRICS = [m for m, _ in HEADLINE]
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the history store, the report built from it): 12 nightly runs, collected one by one."""
+    """(the history store, the report built from it): 12 nightly runs, collected one by one;
+    beside it, site-lazy: the same report with older runs and the trends in chunk files."""
     root = tmp_path_factory.mktemp("nights")
     store = root / "history.sqlite"
     for i, run in enumerate(RUNS):
@@ -73,6 +80,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with Store(store) as db:
         records, raw = db.records(), db.raw_all()
     build_report(records, root / "site", raw=raw, title="compare rule", plots=False)
+    build_report(records, root / "site-lazy", title="compare rule", plots=False, inline_limit=1)
     return store, root / "site"
 
 
@@ -166,6 +174,24 @@ def test_the_compare_view_judges_as_the_cli(chromium: str, history: tuple[Path, 
         verdict, text = latest[f"b200-trtllm-fp8|{c}"][tput]
         assert verdict == "regression" and text == "-5.0% (band ±3.0%: under 3 runs of history)"
         assert latest[f"h100-vllm-fp8|{c}"][tput][0] == "unchanged"  # 10 requests a level
+        verdict, text = latest[f"h100-sglang-fp8|{c}"][tput]
+        assert verdict == "unchanged" and text.startswith("-6.5% (levels ±"), text  # the √2 of two nights
+        verdict, text = latest[f"b200-vllm-fp8|{c}"][tput]
+        assert verdict == "regression" and "over 3 runs" in text, text  # not the 0.7 of run 0
+
+    # a long history (chunk files): the page loads the trends the nights come from first
+    async def lazy() -> list:
+        async with open_page(chromium) as page:
+            await page.goto((site.parent / "site-lazy" / "index.html").as_uri())
+            await page.wait_for("document.body.dataset.ready === '1'")
+            assert await page.eval("Object.keys(imx.trends).length") == 0
+            await page.eval("document.querySelector('nav button[data-view=compare]').click()")
+            await page.eval(SET.format(id="cmp-base", value=PAIRS[0][0]))
+            await page.wait_for("document.body.dataset.loading === '0'")
+            assert page.errors == []
+            return await page.eval(PAGE_CELLS)
+
+    assert asyncio.run(asyncio.wait_for(lazy(), 90)) == seen[(*PAIRS[0], DEFAULT_Z)]
 
     # and the CLI itself counts the same rows (its markdown's count line)
     base, new = PAIRS[0]

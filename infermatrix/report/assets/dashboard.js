@@ -672,7 +672,7 @@ function start() {
   render();
   document.body.dataset.ready = "1";
 }
-window.imx = { state: state, render: render, loadChunk: loadChunk, trend: tstate, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
+window.imx = { state: state, render: render, loadChunk: loadChunk, trend: tstate, trends: TRENDS, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
   agentic: ag, agenticRows: AGROWS, agFiltered: agFiltered };
 start();
 })();
