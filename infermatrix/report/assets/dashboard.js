@@ -391,14 +391,15 @@ function confidenceText(c) {  // regression.confidence_text: 99.9 % rather than 
   for (let d = 1; d <= 5; d++) if (Number((c * 100).toFixed(d - 1)) < 100) return (c * 100).toFixed(d - 1) + "%";
   return ">99.999%";
 }
-function verdictText(v) {  // Verdict.text(): the change and the noise it was weighed against
+function noiseText(v) {  // the noise a change was weighed against, and how sure it is real
   const parts = [];
   if (v.level !== null) parts.push("levels ±" + pct1(1.96 * v.level));
   if (v.nights !== null) parts.push("nights ±" + pct1(1.96 * v.nights) + " over " + v.n + " runs");
   else parts.push("band ±" + pct1(v.band) + ": under " + RULE.min_nights + " runs of history");
-  return (v.change >= 0 ? "+" : "") + pct1(v.change) + " (" + parts.join(", ")
-    + (v.confidence === null ? "" : "; " + confidenceText(v.confidence) + " confidence") + ")";
+  return parts.join(", ") + (v.confidence === null ? "" : "; " + confidenceText(v.confidence) + " confidence");
 }
+const changeText = (v) => (v.change >= 0 ? "+" : "") + pct1(v.change);
+const verdictText = (v) => changeText(v) + " (" + noiseText(v) + ")";  // Verdict.text()
 function ruleZ() {  // the z the page judges at: the CLI's default unless a person changed it
   const z = Number($("cmp-z").value);
   return $("cmp-z").value !== "" && Number.isFinite(z) && z >= 0 ? z : RULE.z;
@@ -442,8 +443,8 @@ function renderCompare() {
       if (v === null) return '<td class="num muted" data-metric="' + m + '">' + fmt(v1) + "</td>";
       const verdict = VERDICT(v), cls = verdict === "regression" ? "bad" : verdict === "improvement" ? "good" : "";
       return '<td class="num ' + cls + '" data-metric="' + m + '" data-verdict="' + verdict + '" title="' + esc(verdictText(v)) + '">' + fmt(v1)
-        + " (" + (v.change >= 0 ? "+" : "") + pct1(v.change) + (v.significant ? (v.worse ? " ▼" : " ▲") : "") + ')<span class="why">'
-        + esc(verdictText(v).replace(/^[^(]*\(|\)$/g, "")) + "</span></td>"; }).join("");
+        + " (" + changeText(v) + (v.significant ? (v.worse ? " ▼" : " ▲") : "") + ')<span class="why">'
+        + esc(noiseText(v)) + "</span></td>"; }).join("");
     const change = rowChange(x, y, verdicts);
     if (change === "regression" || change === "now failing") reg++; if (change === "improved") imp++;
     return '<tr data-key="' + esc(k.split("\u0000").join("|")) + '"><td>' + esc(any.recipe) + ' <button class="linkish" data-trend="' + esc(trendKey(any)) + '" data-conc="' + any.concurrency + '">trend</button></td><td>' + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (change === "regression" || change === "now failing" ? "bad" : change === "improved" || change === "fixed" ? "good" : "muted") + '" data-change="' + change + '">' + change + "</td>" + cells + "</tr>"; });
