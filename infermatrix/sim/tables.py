@@ -76,11 +76,11 @@ class OperatorRow(_Strict):
     """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
     engine: EngineName | Literal["*"] = "*"
-    since: Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)] | None = None
+    since: Version | None = None
     """with ``engine``: the row describes that engine's builds from this version on (kernels
     change between releases); a deployment whose engine version is unknown keeps the rows
     without one"""
-    before: Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)] | None = None
+    before: Version | None = None
     """with ``engine``: the row describes that engine's builds older than this version (kernels
     a later release replaced); as with ``since``, an unknown version keeps the rows without one"""
     rocm_aiter: bool | None = None
