@@ -76,10 +76,13 @@ class OperatorRow(_Strict):
     """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
     engine: EngineName | Literal["*"] = "*"
-    since: Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)] | None = None
+    since: Version | None = None
     """with ``engine``: the row describes that engine's builds from this version on (kernels
     change between releases); a deployment whose engine version is unknown keeps the rows
     without one"""
+    before: Version | None = None
+    """with ``engine``: the row describes that engine's builds older than this version (kernels
+    a later release replaced); as with ``since``, an unknown version keeps the rows without one"""
     rocm_aiter: bool | None = None
     """AMD: the row describes deployments that run AITER's kernels (True) or the engine's
     generic ones (False); None: either"""
@@ -96,9 +99,14 @@ class OperatorRow(_Strict):
     source: Source
 
     @model_validator(mode="after")
-    def _since_names_an_engine(self) -> OperatorRow:
-        if self.since is not None and self.engine == "*":
-            raise ValueError("since: give the engine whose builds it dates")
+    def _bounds_name_an_engine(self) -> OperatorRow:
+        for bound in ("since", "before"):
+            if getattr(self, bound) is not None and self.engine == "*":
+                raise ValueError(f"{bound}: give the engine whose builds it dates")
+        if self.since is not None and self.before is not None and not below(
+                release(self.since), self.before):
+            raise ValueError("since and before: the builds from since on and older than before "
+                             "must not be empty")
         return self
 
 
@@ -248,8 +256,9 @@ class EfficiencyTables(_Strict):
                  fallback: Tuning = DEFAULT_TUNING, engine: str | None = None,
                  engine_version: str | None = None, rocm_aiter: bool = True) -> OperatorRow:
         """The most specific row for ``op`` on this hardware and dtype (and, where a row names
-        one, this engine from its ``since`` version on, and with or without AITER's kernels);
-        for hardware no row covers, a row made of tuning.py's defaults."""
+        one, this engine's builds from its ``since`` version on and older than its ``before``
+        one, and with or without AITER's kernels); for hardware no row covers, a row made of
+        tuning.py's defaults."""
         version = release(engine_version)
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
@@ -265,11 +274,15 @@ class EfficiencyTables(_Strict):
                 continue
             if row.dtype not in ("*", dtype):
                 continue
-            if row.engine != "*" and (row.engine != engine or not at_least(version, row.since)):
+            if row.engine != "*" and (row.engine != engine or not at_least(version, row.since)
+                                      or not below(version, row.before)):
                 continue
             if row.rocm_aiter is not None and row.rocm_aiter != rocm_aiter:
                 continue
-            score = (2 * (2 * (hw_score * 2 + (row.dtype != "*")) + (row.engine != "*"))
+            # an engine's dated rows (since or before a version) beat its undated ones
+            dated = row.since is not None or row.before is not None
+            engine_score = (row.engine != "*") + dated
+            score = (2 * (3 * (hw_score * 2 + (row.dtype != "*")) + engine_score)
                      + (row.rocm_aiter is not None))
             if best is None or score > best[0]:
                 best = (score, row)
@@ -299,6 +312,7 @@ def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]
     rows: list[tuple[str, Any]] = [
         (f"operators: {r.op} {r.hardware} {r.dtype}" + (f" {r.engine}" if r.engine != "*" else "")
          + (f" since {r.since}" if r.since else "")
+         + (f" before {r.before}" if r.before else "")
          + ("" if r.rocm_aiter is None else f" aiter={r.rocm_aiter}"), r) for r in tables.operators]
     rows += [(f"fabrics: {k}", v) for k, v in tables.fabrics.items()]
     rows += [(f"engines: {k}", v) for k, v in tables.engines.items()]
@@ -317,6 +331,13 @@ def at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
         return True
     floor = release(since)
     return version is not None and floor is not None and version >= floor
+
+
+def below(version: tuple[int, ...] | None, before: str | None) -> bool:
+    if before is None:
+        return True
+    ceiling = release(before)
+    return version is not None and ceiling is not None and version < ceiling
 
 
 def _tuning_row(op: str, t: Tuning) -> OperatorRow:
