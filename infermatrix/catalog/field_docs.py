@@ -32,6 +32,10 @@ FIELD_DOCS: dict[str, str] = {
                          "recipe's max_model_len may not exceed it",
     "Model.moe_experts": "routed experts per MoE layer (0: dense)",
     "Model.moe_active_experts": "experts each token is routed to",
+    "MixedPrecision.experts": "the precision the checkpoint stores its routed experts in "
+                              "(their bytes per parameter)",
+    "MixedPrecision.rest": "the precision of every other weight: attention, router, dense and "
+                           "shared MLPs, embeddings, LM head",
     # runners/fleets.yaml: one entry per GitHub runner label
     "Fleet.hardware": "the accelerator its nodes have (a name of matrix/hardware.yaml)",
     "Fleet.kind": "how `infermatrix run` starts servers there: docker on the runner's node, "
