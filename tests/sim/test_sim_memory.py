@@ -71,3 +71,15 @@ def test_gpt_oss_keeps_its_bf16_rest_beside_its_mxfp4_experts() -> None:
     # on Hopper the same checkpoint runs weight-only (w4a16): the same bytes
     hopper = SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "w4a16", **kw)
     assert hopper.weight_bytes_per_gpu == pytest.approx(cfg.weight_bytes_per_gpu)
+
+
+def test_deepseek_v4_nvfp4_holds_its_fp8_rest_on_every_attention_dp_rank() -> None:
+    """nvidia/DeepSeek-V4-Pro-NVFP4 re-quantises only the routed experts; attention and shared
+    experts stay FP8 (NVIDIA/TensorRT-LLM PR #16276), and under attention DP each rank holds all
+    of them: the AA GB300 DEP8 decode rank carries the whole rest at 1 byte a parameter."""
+    cfg = SimConfig.from_recipe(catalog(), "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8")
+    assert cfg.attention_dp and cfg.dense_shards == 1 and cfg.expert_shards == 8
+    experts = cfg.expert_params
+    draft = 1 + 1 / cfg.layers if cfg.spec_draft_tokens else 1.0
+    assert cfg.weight_bytes_per_gpu == pytest.approx(
+        (experts * 0.5625 / 8 + (cfg.total_params - experts) * 1.0) * draft)
