@@ -21,7 +21,7 @@ FIELD_DOCS: dict[str, str] = {
     "Model.hf_id": "Hugging Face repository id: the default checkpoint and tokenizer",
     "Model.display_name": "the name pages and plots show",
     "Model.total_params_b": "parameters, billions (weights memory: total × bytes per parameter "
-                            "of the recipe's precision)",
+                            "of the recipe's precision, or of each part's under mixed_precision)",
     "Model.active_params_b": "parameters used per token, billions (MoE: fewer than total)",
     "Model.layers": "transformer layers (config.json num_hidden_layers)",
     "Model.hidden_size": "model width (config.json hidden_size)",
