@@ -127,6 +127,20 @@ class Hardware(Strict):
         return v
 
 
+class MixedPrecision(Strict):
+    """The precisions a checkpoint stores its routed experts and everything else in."""
+
+    experts: Precision
+    rest: Precision
+
+    @model_validator(mode="after")
+    def _mixed(self) -> MixedPrecision:
+        if self.experts == self.rest:
+            raise ValueError(f"experts and rest are both {self.experts}: not a mixed checkpoint "
+                             "(leave the entry out)")
+        return self
+
+
 class Model(Strict):
     """What a performance model and a launcher need to know about one model."""
 
@@ -150,6 +164,23 @@ class Model(Strict):
     max_context: Tokens
     moe_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0
     moe_active_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0
+    mixed_precision: dict[Precision, MixedPrecision] = Field(
+        default_factory=dict,
+        description="where the checkpoint served at a recipe's precision stores its routed "
+        "experts and its other weights (attention, router, dense and shared MLPs, embeddings, "
+        "LM head) at different precisions: that precision -> {experts, rest}. gpt-oss "
+        "{mxfp4: {experts: mxfp4, rest: bf16}}; a precision not listed holds every weight",
+    )
+
+    @field_validator("mixed_precision")
+    @classmethod
+    def _mixed_needs_experts(cls, value: dict[str, MixedPrecision],
+                             info: ValidationInfo) -> dict[str, MixedPrecision]:
+        experts, active = info.data.get("moe_experts", 0), info.data.get("moe_active_experts", 0)
+        if value and experts <= active:
+            raise ValueError("only a model with routed experts (moe_experts above "
+                             "moe_active_experts) can store them at a precision of their own")
+        return value
 
     @model_validator(mode="after")
     def _active_le_total(self) -> Model:
@@ -158,6 +189,34 @@ class Model(Strict):
         if self.attention_heads % self.kv_heads:
             raise ValueError("attention_heads must be a multiple of kv_heads")
         return self
+
+    @property
+    def expert_params_b(self) -> float:
+        """Parameters in routed experts, billions."""
+        return routed_expert_params(self.total_params_b, self.active_params_b,
+                                    self.moe_experts, self.moe_active_experts)
+
+    def param_bytes(self, precision: str) -> tuple[float, float]:
+        """Bytes per parameter of (the routed experts, every other weight) at a run's
+        precision: the precision's own for both unless the checkpoint mixes them."""
+        mixed = self.mixed_precision.get(precision)  # type: ignore[call-overload]
+        if mixed is None:
+            return PRECISIONS[precision][1], PRECISIONS[precision][1]
+        return PRECISIONS[mixed.experts][1], PRECISIONS[mixed.rest][1]
+
+    def weight_bytes_b(self, precision: str) -> float:
+        """Bytes of all weights at a run's precision, billions."""
+        experts, rest = self.param_bytes(precision)
+        routed = self.expert_params_b
+        return routed * experts + (self.total_params_b - routed) * rest
+
+
+def routed_expert_params(total: float, active: float, experts: int, per_token: int) -> float:
+    """Parameters in routed experts: (total − active) / (E − k) per expert, × E; 0 for a dense
+    model (the embeddings, attention and shared parts are what every token uses)."""
+    if experts <= per_token or experts == 0:
+        return 0.0
+    return (total - active) / (experts - per_token) * experts
 
 
 # --------------------------------------------------------------------------- recipes

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.placeholders import fill, names_in
-from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe, routed_expert_params
 from .coverage import warn_if_unknown
 from .engine_defaults import (
     GIB,
@@ -101,7 +101,7 @@ class SimConfig:
     kv_heads: int
     moe_experts: int
     moe_active_experts: int
-    bytes_per_param: float
+    bytes_per_param: float  # the routed experts', and every weight's unless the next is set
     kv_bytes_per_token: float  # one copy of the cache, all layers
     max_model_len: int
     # parallelism of one instance
@@ -185,6 +185,12 @@ class SimConfig:
     # the measured operator profile this hardware's GEMMs and attention are timed by (a file;
     # profiles.py, opfit.py); "" : the efficiency tables' rows
     operator_profile: str = ""
+    # a checkpoint that stores its routed experts and the rest (attention, router, dense and
+    # shared MLPs, embeddings, LM head) at different precisions (gpt-oss: MXFP4 experts, BF16
+    # rest; the model catalog's mixed_precision): what it stores ("mxfp4 experts, bf16 rest")
+    # and the rest's bytes per parameter; "" / 0: every weight at bytes_per_param
+    checkpoint_precision: str = ""
+    non_expert_bytes_per_param: float = 0.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -218,13 +224,18 @@ class SimConfig:
         return self.attention_tp * self.pp
 
     @property
+    def rest_bytes_per_param(self) -> float:
+        """Bytes per parameter of every weight but the routed experts."""
+        return self.non_expert_bytes_per_param or self.bytes_per_param
+
+    @property
     def weight_bytes_per_gpu(self) -> float:
         """Weights on the fullest GPU: routed experts over the expert shards, the rest over
-        the attention TP group (replicated per attention-DP rank), plus a speculative draft
-        layer."""
+        the attention TP group (replicated per attention-DP rank), each at its own bytes per
+        parameter, plus a speculative draft layer."""
         experts = self.expert_params
-        target = self.bytes_per_param * (experts / self.expert_shards
-                                         + (self.total_params - experts) / self.dense_shards)
+        target = (self.bytes_per_param * experts / self.expert_shards
+                  + self.rest_bytes_per_param * (self.total_params - experts) / self.dense_shards)
         # an MTP/EAGLE draft is one more decoder layer of the target's make (DeepSeek's
         # num_nextn_predict_layers 1), loaded inside the same static memory share
         return target * (1 + 1 / self.layers) if self.spec_draft_tokens else target
@@ -232,10 +243,8 @@ class SimConfig:
     @property
     def expert_params(self) -> float:
         """Parameters in routed experts (total − active = (E − k) × expert size)."""
-        if self.moe_experts <= self.moe_active_experts or self.moe_experts == 0:
-            return 0.0
-        per_expert = (self.total_params - self.active_params) / (self.moe_experts - self.moe_active_experts)
-        return per_expert * self.moe_experts
+        return routed_expert_params(self.total_params, self.active_params, self.moe_experts,
+                                    self.moe_active_experts)
 
     @property
     def kv_shards(self) -> int:
@@ -330,6 +339,8 @@ class SimConfig:
             out["spec_v2"] = self.spec_v2
         if self.engine == "sglang" and self.attention_dp:  # the ranks' per-step metadata sync
             out["dp_sync"] = self.dp_sync
+        if self.checkpoint_precision:  # experts and the rest stored at different precisions
+            out["checkpoint_precision"] = self.checkpoint_precision
         if self.operator_profile:  # GEMMs and attention timed by a measured profile
             out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
@@ -395,7 +406,9 @@ class SimConfig:
         if named is None:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         precision = named
-        dtype, bytes_per_param = PRECISIONS[precision]
+        dtype = PRECISIONS[precision][0]
+        bytes_per_param, rest_bytes = mdl.param_bytes(precision)
+        mixed = mdl.mixed_precision.get(precision)  # type: ignore[call-overload]
         if precision == "mxfp4" and hw.vendor == "nvidia" and "fp4" in hw.tflops:
             # Blackwell's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights
             # (gpt-oss) run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8, vLLM's
@@ -476,6 +489,8 @@ class SimConfig:
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
             operator_profile=_profile_file(catalog, hw),
+            checkpoint_precision=f"{mixed.experts} experts, {mixed.rest} rest" if mixed else "",
+            non_expert_bytes_per_param=rest_bytes if mixed else 0.0,
             reserved_bytes=engine_reserve(engine, tp),
         )
         if kv_free_fraction is not None:

@@ -88,7 +88,9 @@ class StepModel:
         # the model's own head dimension where it differs from hidden / heads: Qwen3 projects
         # 4,096 hidden onto 64 heads of 128 (config.json head_dim), gpt-oss 2,880 onto 64 of 64
         head_dim = cfg.head_dim or h / heads
-        b = cfg.bytes_per_param
+        # bytes per parameter: the routed experts at the run's precision, everything else at
+        # the checkpoint's own where it quantises only the experts (gpt-oss: BF16 attention)
+        b, b_expert = cfg.rest_bytes_per_param, cfg.bytes_per_param
         peak = cfg.peak_flops
         attn_peak = cfg.attention_flops or peak
         bw = cfg.hbm_bw
@@ -152,7 +154,7 @@ class StepModel:
         if self.experts:
             moe_flops = peak * moe.compute_eff
             self.moe_s_assign = 2 * p_expert / G / moe_flops  # per (token, expert) assignment
-            self.moe_w_expert = p_expert * b / G / (bw * moe.memory_eff)  # per touched expert
+            self.moe_w_expert = p_expert * b_expert / G / (bw * moe.memory_eff)  # per touched expert
             self.moe_half = moe.tokens_half or 48.0
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             # the activation between the two grouped GEMMs: gate and up read, product written
@@ -302,7 +304,7 @@ class StepModel:
         got = memo.get(m)
         if got is None:
             cfg, g = self.cfg, self.gemm_fit
-            b, bw = cfg.bytes_per_param, cfg.hbm_bw
+            b, bw = cfg.rest_bytes_per_param, cfg.hbm_bw
             peak = cfg.peak_flops * (self.clock if sustained else 1.0)
             got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
                         for shapes in (self.attn_gemms, self.dense_gemms))

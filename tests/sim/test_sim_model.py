@@ -320,3 +320,21 @@ def test_pipeline_parallelism_keeps_a_micro_batch_in_every_stage() -> None:
     contexts = np.array([255 * 600, 255 * 601, 255 * 700])
     at_once = pp2.decode_times(255, contexts, 1)
     assert at_once.tolist() == [pp2.decode_time(255, int(c), 1) for c in contexts]
+
+
+def test_a_mixed_checkpoint_streams_its_rest_at_the_rests_bytes() -> None:
+    """gpt-oss's BF16 attention and dense weights stream at 2 bytes a parameter and its MXFP4
+    experts at 4.25 bits, in decode's weight reads and in the measured profile's GEMMs
+    (n × k × bytes)."""
+    mixed = SimConfig.from_parts(catalog(), "H100", "gpt-oss-120b", "w4a16", tp=1)
+    assert mixed.operator_profile  # H100's GEMMs are timed by its measured profile
+    uniform = replace(mixed, non_expert_bytes_per_param=0.0, checkpoint_precision="")
+    m, u = StepModel(mixed), StepModel(uniform)
+    ratio = 2 / (4.25 / 8)
+    assert m.attn_proj_w == pytest.approx(u.attn_proj_w * ratio)
+    assert m.dense_w == pytest.approx(u.dense_w * ratio)
+    assert m.moe_w_expert == pytest.approx(u.moe_w_expert)
+    assert m.weights_s(1) > u.weights_s(1)
+    # one token's projections read their weights: the BF16 ones take longer
+    for mixed_s, uniform_s in zip(m._gemms(1), u._gemms(1), strict=True):
+        assert mixed_s > 1.5 * uniform_s, (mixed_s, uniform_s)
