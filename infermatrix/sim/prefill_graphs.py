@@ -16,15 +16,27 @@ size (SGLang's ``--piecewise-cuda-graph-max-tokens``).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .tables import PrefillGraphs, at_least, release
 
-if TYPE_CHECKING:
-    from .config import SimConfig
+
+class Deployment(Protocol):
+    """What the rules read of a deployment (a SimConfig; named here so that config.py, which
+    asks this module, is not imported back)."""
+
+    engine_version: str
+    prefill_graphs: bool | None
+    prefill_graph_max_tokens: int
+    vendor: str
+    attention_dp: bool
+    moe_a2a: bool
+    pp: int
+    spec_draft_tokens: int
+    attention: str
 
 
-def _turned_off(rules: PrefillGraphs, cfg: SimConfig, built: tuple[int, ...] | None) -> bool:
+def _turned_off(rules: PrefillGraphs, cfg: Deployment, built: tuple[int, ...] | None) -> bool:
     """Whether the engine turns its prefill graphs off for this deployment: not asked for
     where they are not on by default, or under a feature it turns them off for (which it does
     even when they are asked for)."""
@@ -44,7 +56,7 @@ def _turned_off(rules: PrefillGraphs, cfg: SimConfig, built: tuple[int, ...] | N
             and not at_least(built, rules.sparse_attention_since))
 
 
-def graphed_prefill_tokens(rules: PrefillGraphs | None, cfg: SimConfig) -> float:
+def graphed_prefill_tokens(rules: PrefillGraphs | None, cfg: Deployment) -> float:
     """The largest step (tokens) that prefills and still replays graphs under this deployment:
     ``inf`` for every step, 0 for none. A deployment that turns them off has none; one that
     asks for them (``cfg.prefill_graphs``) gets them where the engine does not turn them off
