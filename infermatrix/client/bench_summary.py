@@ -52,3 +52,25 @@ def format_summary(r: dict[str, Any]) -> str:
     lines.append(f"{'Slot wait mean (ms):':<42}{num(r['slot_wait']['mean_ms'])}")
     lines.append("=" * 60)
     return "\n".join(lines)
+
+
+def format_agentic(result: dict[str, Any]) -> str:
+    """The agentic block of a multi-turn result, as lines under the bench summary."""
+    a = result.get("agentic") or {}
+
+    def num(v: Any, fmt: str = ".2f") -> str:
+        return "n/a" if v is None else format(v, fmt)
+
+    rows = [
+        ("Agents / sessions started:", f"{a.get('agents')} / {a.get('sessions_started')}"),
+        ("Affinity:", a.get("affinity")),
+        (
+            "P25 / median output speed (tok/s):",
+            f"{num(a.get('p25_output_speed'))} / {num(a.get('median_output_speed'))}",
+        ),
+        ("P95 TTFT (ms):", num(a.get("p95_ttft_ms"))),
+        ("Mean input tokens:", num(a.get("mean_input_tokens"), ".0f")),
+        ("Cached token ratio:", num(a.get("cached_token_ratio"), ".3f")),
+        ("Exact output lengths:", f"{a.get('exact_output_len')} / {a.get('completed')}"),
+    ]
+    return "\n".join([f"{' Agentic sessions ':-^60}", *(f"{k:<42}{v}" for k, v in rows), "=" * 60])

@@ -15,10 +15,9 @@ from pathlib import Path
 from .bench import run_benchmark_sync
 from .bench_flags import ARGV_ORDER, SESSION_FLAGS, config_argv, config_from_args
 from .bench_parser import DATASET_ALIASES, add_arguments, build_parser
-from .bench_summary import format_summary
+from .bench_summary import format_agentic, format_summary
 from .errors import ClientInputError
 from .result import append_jsonl, default_filename, write_result
-from .sessions import format_agentic
 
 __all__ = [
     "ARGV_ORDER", "DATASET_ALIASES", "SESSION_FLAGS", "add_arguments", "build_parser",
