@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .session_sources import Message, Session
+from .session_types import Message, Session
 from .tokenizer import Tokenizer
 
 

@@ -9,7 +9,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .session_sources import Session, SessionSource
+from .session_types import Session, SessionSource
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from .metrics import derive
 from .records import RequestRecord, RequestSpec
 from .request import make_client, send
 from .runner import resolve_model
-from .session_sources import SessionSource
+from .session_types import SessionSource
 from .tokenizer import Tokenizer, load_tokenizer
 from .usage_tap import UsageTap
 

@@ -39,7 +39,7 @@ class SloTierSpec(Strict):
     max_ttft_s: Figure = Field(description="P95 TTFT ceiling, seconds")
 
 
-# What a synthetic session source draws (client.session_sources.SyntheticSpec's fields).
+# What a synthetic session source draws (client.synthetic_sessions.SyntheticSpec's fields).
 DistName = Literal[
     "sessions", "turns", "system_prompt_tokens", "user_tokens", "output_tokens", "tool_delay_s"
 ]
