@@ -1,4 +1,4 @@
-"""Texts of the schema's fields that have no ``description=`` in schema.py (reference.py
+"""Texts of the schema's fields that have no ``description=`` in schema/ (reference.py
 builds docs/fields.md from both). Keyed by ``Model.field``; a field added to the schema
 needs one or the other (`infermatrix catalog --check` fails otherwise)."""
 
