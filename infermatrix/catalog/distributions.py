@@ -2,7 +2,7 @@
 or a mapping (``{kind: lognormal, median: 150}``).
 
 The catalog only checks that one is well formed, so a typo is a catalog error with its line, and
-keeps it as written. The client parses and samples it (``client.session_sources.Dist``): the
+keeps it as written. The client parses and samples it (``client.distributions.Dist``): the
 client imports nothing else of the package, and the catalog nothing above it, so each side has
 its own reading of the one format; tests/catalog/test_distributions.py holds them to the same
 verdicts.

@@ -1,4 +1,4 @@
-"""Texts of the schema's fields that have no ``description=`` in schema.py (reference.py
+"""Texts of the schema's fields that have no ``description=`` in schema/ (reference.py
 builds docs/fields.md from both). Keyed by ``Model.field``; a field added to the schema
 needs one or the other (`infermatrix catalog --check` fails otherwise)."""
 
@@ -21,7 +21,7 @@ FIELD_DOCS: dict[str, str] = {
     "Model.hf_id": "Hugging Face repository id: the default checkpoint and tokenizer",
     "Model.display_name": "the name pages and plots show",
     "Model.total_params_b": "parameters, billions (weights memory: total × bytes per parameter "
-                            "of the recipe's precision)",
+                            "of the recipe's precision, or of each part's under mixed_precision)",
     "Model.active_params_b": "parameters used per token, billions (MoE: fewer than total)",
     "Model.layers": "transformer layers (config.json num_hidden_layers)",
     "Model.hidden_size": "model width (config.json hidden_size)",
@@ -32,6 +32,10 @@ FIELD_DOCS: dict[str, str] = {
                          "recipe's max_model_len may not exceed it",
     "Model.moe_experts": "routed experts per MoE layer (0: dense)",
     "Model.moe_active_experts": "experts each token is routed to",
+    "MixedPrecision.experts": "the precision the checkpoint stores its routed experts in "
+                              "(their bytes per parameter)",
+    "MixedPrecision.rest": "the precision of every other weight: attention, router, dense and "
+                           "shared MLPs, embeddings, LM head",
     # runners/fleets.yaml: one entry per GitHub runner label
     "Fleet.hardware": "the accelerator its nodes have (a name of matrix/hardware.yaml)",
     "Fleet.kind": "how `infermatrix run` starts servers there: docker on the runner's node, "

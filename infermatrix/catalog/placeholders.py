@@ -10,7 +10,8 @@ simulator resolves the engine knobs it reads (``sim/config.py``): all through th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 NAME = r"[A-Z][A-Z0-9_]*"
 PLACEHOLDER = re.compile(rf"\$\{{({NAME})\}}|\$({NAME})")
@@ -25,3 +26,16 @@ def names_in(text: str) -> list[str]:
 def fill(text: str, value: Callable[[str], str]) -> str:
     """``text`` with each placeholder replaced by ``value(name)``."""
     return PLACEHOLDER.sub(lambda m: value(m.group(1) or m.group(2)), text)
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a YAML-shaped value: scalars, mapping keys and values, list items."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings_in(k)
+            yield from strings_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings_in(v)

@@ -1,6 +1,6 @@
 """The field reference of the catalog files (docs/fields.md), generated from the schema.
 
-Each field's text is its ``description=`` in schema.py or, for the fields that have none
+Each field's text is its ``description=`` in schema/ or, for the fields that have none
 there, its entry in field_docs.py. ``undocumented`` names a field with neither, ``stale`` an
 entry for a field that is gone: `infermatrix catalog --check` fails on either, and on a
 docs/fields.md that is not what ``markdown`` writes.
@@ -115,7 +115,7 @@ def markdown(docs: Mapping[str, str] | None = None) -> str:
     lines = [
         "# Catalog field reference",
         "",
-        "Generated from the schema (`infermatrix/catalog/schema.py`, texts from its "
+        "Generated from the schema (`infermatrix/catalog/schema/`, texts from its "
         "descriptions and `infermatrix/catalog/field_docs.py`) by `infermatrix catalog`; "
         "`infermatrix catalog --check` fails when this page is stale or a field has no text. "
         "How to add a fleet, a model, an engine version or a recipe: [operating.md]"

@@ -15,9 +15,7 @@ MAX_WEIGHT_MEMORY_SHARE = 0.95
 
 
 def weight_gb_per_gpu(cat: Catalog, recipe: Recipe, gpus: int) -> float:
-    model = cat.models[recipe.model]
-    bytes_per_param = PRECISIONS[recipe.precision][1]
-    return model.total_params_b * bytes_per_param / gpus
+    return cat.models[recipe.model].weight_bytes_b(recipe.precision) / gpus
 
 
 def _recipe_problems(cat: Catalog, rid: str, recipe: Recipe) -> list[Problem]:

@@ -11,9 +11,9 @@ from typing import Any
 from . import eventloop
 from .config import BenchConfig
 from .metrics import compute, per_request_details
+from .multi_turn import run_multi_turn
 from .result import build_result
 from .runner import execute
-from .sessions import run_multi_turn
 
 
 async def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class Timeouts(BaseModel):
 
 
 # The most tokens one prompt or answer may have: beyond the longest context any served model
-# has (10M tokens), and the catalog's bound on sequence lengths (catalog/schema.py's
+# has (10M tokens), and the catalog's bound on sequence lengths (catalog/schema/field_types.py's
 # MAX_TOKENS, 2^24). Checked before a prompt is built: 10^9 tokens would take the client
 # minutes and gigabytes of text before the server refused it.
 MAX_TOKENS = 1 << 24

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     cat = load_catalog(root)
     data, page = build(cat, partial(recipe_benchmarks, cat))
     fields = root / reference.OUTPUT
-    undocumented = [f"{name}: no documentation (a description= in schema.py, or an entry in "
+    undocumented = [f"{name}: no documentation (a description= in catalog/schema/, or an entry in "
                     "infermatrix/catalog/field_docs.py)" for name in reference.undocumented()]
     undocumented += [f"{name}: documented in field_docs.py, but no such field"
                      for name in reference.stale()]

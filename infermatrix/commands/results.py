@@ -36,7 +36,14 @@ from ..results.export import write_records_csv, write_records_jsonl
 from ..results.failures import JobFailure, not_superseded
 from ..results.failures import select as select_failures
 from ..results.records import Record, order_runs, run_order
-from ..results.regression import DEFAULT_LOOKBACK, DEFAULT_Z, MIN_NIGHTS, Rule, night_history
+from ..results.regression import (
+    DEFAULT_LOOKBACK,
+    DEFAULT_Z,
+    MIN_NIGHTS,
+    Rule,
+    history_runs,
+    night_history,
+)
 from ..results.sources import check_exists, load, load_one, select_agentic, select_runs
 from ..results.store import Store, is_store
 
@@ -332,17 +339,12 @@ def _history(path: Path, base: _Side, new: _Side, lookback: int) -> list[Record]
     night-to-night spread the regression rule weighs a change against."""
     if not base.records:
         return []
-    last = run_order(base.records)[-1]
-
-    def window(order: list[str]) -> list[str]:
-        order = [r for r in order if r not in new.runs()]
-        return order[:order.index(last) + 1][-lookback:] if last in order else [last]
-
+    last, exclude = run_order(base.records)[-1], new.runs()
     if path.is_file() and is_store(path):
         with Store(path) as db:
-            return db.records(window(db.runs()))
+            return db.records(history_runs(db.runs(), last, exclude, lookback))
     loaded = load_one(path).records
-    keep = set(window(run_order(loaded)))
+    keep = set(history_runs(run_order(loaded), last, exclude, lookback))
     return [r for r in loaded if r.run_id in keep]
 
 

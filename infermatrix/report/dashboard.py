@@ -1,8 +1,8 @@
 """The static dashboard: one self-contained index.html (data, script and style inline).
 
 No server, no network: it works from file:// and from GitHub Pages. The records are embedded
-column by column (strings dictionary-encoded, floats rounded to 5 significant digits), so
-20,000 points stay a few MB.
+column by column (strings dictionary-encoded, floats rounded to 5 significant digits, the
+compare view's headline metrics to 7), so 20,000 points stay a few MB.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from ..results.compare import HEADLINE
 from ..results.export import write_text_atomic
 from ..results.failures import JobFailure
 from ..results.pareto import AXES
-from ..results.records import Record, run_order
+from ..results.records import Record, order_runs, run_order
+from ..results.regression import page_settings
+from ..results.uncertainty import relative_sigma
 from . import simulated
 from .agentic import NOTE
 from .dashboard_assets import CSS, JS
@@ -53,12 +55,15 @@ X_METRICS = ("interactivity", "e2e_interactivity", "median_e2el_ms", "median_ttf
 Key = tuple[str, str, int]
 
 
-def _round(v: float | None) -> float | int | None:
+COMPARED = frozenset(m for m, _ in HEADLINE)  # 7 digits: the compare view's changes to 1e-6
+
+
+def _round(v: float | None, digits: int = 5) -> float | int | None:
     if v is None or not math.isfinite(v):
         return None
     if float(v).is_integer():
         return int(v)
-    return float(f"{v:.5g}")
+    return float(f"{v:.{digits}g}")
 
 
 def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str, Any]:
@@ -70,7 +75,11 @@ def encode(records: Sequence[Record], raw_links: Mapping[Key, str]) -> dict[str,
         index = {v: i for i, v in enumerate(vocab)}
         columns[name] = {"dict": vocab, "codes": [-1 if v is None else index[v] for v in values]}
     for name in NUMBER_COLUMNS:
-        columns[name] = {"values": [_round(r.metric(name)) for r in records]}
+        digits = 7 if name in COMPARED else 5
+        columns[name] = {"values": [_round(r.metric(name), digits) for r in records]}
+    for name, _ in HEADLINE:  # each level's own noise, which the compare view weighs against
+        columns["sigma_" + name] = {"values": [
+            _round(relative_sigma(r.metric(name), r.ci95.get(name))) for r in records]}
     columns["raw"] = {"values": [raw_links.get(r.key) for r in records]}
     columns["simulated"] = {"values": [1 if r.simulated else 0 for r in records]}
     return {"count": len(records), "columns": columns}
@@ -145,6 +154,11 @@ def payload(records: Sequence[Record], raw_links: Mapping[Key, str], *, title: s
         "catalog": catalog, "runs": runs, "engines": engines, "palette": PALETTE,
         "axes": axes, "y_metrics": list(Y_METRICS), "x_metrics": list(X_METRICS),
         "compare_metrics": [list(m) for m in HEADLINE],
+        # the regression rule's defaults and the runs its nights are windowed over, a run whose
+        # every job failed too (a store's runs, as `infermatrix compare` windows them)
+        "compare_rule": page_settings(order_runs(
+            [(r.run_id, r.started_at) for r in records]
+            + [(f.run_id, f.failed_at) for f in failures])),
         "launch": {rid: cmds for rid, cmds in (launch or {}).items() if rid in recipes},
         "simulated_runs": simulated_runs(records),
         "simulated_levels": sum(1 for r in records if r.simulated),
@@ -245,6 +259,7 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
                f'<button data-view="compare">Compare runs</button>'
                f'<button data-view="trend">Trend</button>{tab}')
     links = {k: v for k, v in (nav or {}).items() if v != "index.html"}
+    z = data["compare_rule"]["z"]  # the CLI's default, which the page starts from
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -285,7 +300,7 @@ def render_html(data: dict[str, Any], *, mark: SimMark | None = None,
   </section>
   <section class="view" id="view-compare" hidden>
     <div class="controls">{_select("cmp-base", "base run")}{_select("cmp-new", "new run")}
-      <label>noise ± %<input id="cmp-noise" type="number" value="3" min="0" step="0.5"></label></div>
+      <label>z (infermatrix compare's default: {z:g})<input id="cmp-z" type="number" value="{z:g}" min="0" step="0.5"></label></div>
     <p id="cmp-info" class="muted"></p>
     <div class="scroll"><table class="data" id="cmp"></table></div>
   </section>

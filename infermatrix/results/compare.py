@@ -16,7 +16,7 @@ from ..markup import md_code, md_text
 from .failures import JobFailure, latest
 from .pareto import latest_per_config
 from .records import NaturalKey, Record
-from .regression import MIN_NIGHTS, Rule, Verdict, judge
+from .regression import DEFAULT_NOISE, MIN_NIGHTS, Rule, Verdict, judge
 
 # (metric, higher is better): the dashboard's compare view uses the same list
 HEADLINE: tuple[tuple[str, bool], ...] = (
@@ -27,7 +27,6 @@ HEADLINE: tuple[tuple[str, bool], ...] = (
 )
 LABELS = {"output_tput_per_gpu": "output tok/s/GPU", "interactivity": "tok/s/user",
           "median_ttft_ms": "median TTFT (ms)", "median_e2el_ms": "median E2E (ms)"}
-DEFAULT_NOISE = 0.03
 # the order rows and counts are shown in: what needs attention first
 CHANGES = ("now failing", "regression", "improved", "fixed", "new", "gone", "failing", "same")
 

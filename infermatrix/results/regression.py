@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .records import NaturalKey, Record, run_order
 from .uncertainty import relative_sigma
 
+# The rule's defaults, here only: the CLI's flags and the dashboard's compare view (its data's
+# ``compare_rule``, see ``page_settings``) both read them.
 DEFAULT_Z = 5.0  # Conbench's default z threshold; see docs/results.md for what it detects
+DEFAULT_NOISE = 0.03  # the band standing in for the nights of a configuration with little history
 DEFAULT_LOOKBACK = 10  # runs
 MIN_NIGHTS = 3  # runs of a configuration before its night-to-night spread is trusted
 
@@ -34,7 +38,7 @@ MIN_NIGHTS = 3  # runs of a configuration before its night-to-night spread is tr
 class Rule:
     """The regression rule's settings (``infermatrix compare --noise --z --lookback``)."""
 
-    noise: float = 0.03  # the band used before a configuration has MIN_NIGHTS runs of history
+    noise: float = DEFAULT_NOISE  # the band used before a configuration has MIN_NIGHTS runs of history
     z: float = DEFAULT_Z
     nights: Mapping[tuple[NaturalKey, str], list[float]] = field(default_factory=dict)
 
@@ -107,6 +111,24 @@ def judge(metric: str, higher: bool, base: Record, new: Record, rule: Rule) -> V
     conf = 2 * _phi(abs(d) / scale) - 1 if scale > 0 else None
     return Verdict(metric, change, (d < 0) == higher, abs(change) > band, band,
                    level, nights, len(history) if nights is not None else 0, conf)
+
+
+def history_runs(order: Sequence[str], base_run: str, exclude: Collection[str],
+                 lookback: int = DEFAULT_LOOKBACK) -> list[str]:
+    """The runs whose night-to-night spread a change from ``base_run`` is weighed against: the
+    last ``lookback`` of ``order`` (oldest first) up to ``base_run``, never those of the new
+    side (``exclude``). The dashboard's compare view takes the same window (assets/dashboard.js
+    ``historyRuns``)."""
+    kept = [r for r in order if r not in exclude]
+    return kept[:kept.index(base_run) + 1][-lookback:] if base_run in kept else [base_run]
+
+
+def page_settings(order: Sequence[str]) -> dict[str, Any]:
+    """What the dashboard's compare view needs to judge as ``infermatrix compare`` does: the
+    defaults above and the runs in order (``order``: every run of the history, a run whose
+    every job failed too, as ``Store.runs()``) that ``history_runs`` windows."""
+    return {"z": DEFAULT_Z, "noise": DEFAULT_NOISE, "lookback": DEFAULT_LOOKBACK,
+            "min_nights": MIN_NIGHTS, "runs": list(order)}
 
 
 def night_history(records: Iterable[Record], lookback: int = DEFAULT_LOOKBACK,

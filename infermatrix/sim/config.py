@@ -14,7 +14,7 @@ from typing import Any
 
 from ..catalog.loader import Catalog
 from ..catalog.placeholders import fill, names_in
-from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe
+from ..catalog.schema import PRECISIONS, Hardware, Model, Pool, Recipe, routed_expert_params
 from .coverage import warn_if_unknown
 from .engine_defaults import (
     GIB,
@@ -26,6 +26,7 @@ from .engine_defaults import (
 )
 from .errors import SimConfigError
 from .names import precision_name, resolve
+from .prefill_graphs import graphed_prefill_tokens
 from .profiles import ProfileError, profile_path
 from .tables import default_tables, fabric_name, release
 from .tuning import DEFAULT_TUNING, Tuning
@@ -101,7 +102,7 @@ class SimConfig:
     kv_heads: int
     moe_experts: int
     moe_active_experts: int
-    bytes_per_param: float
+    bytes_per_param: float  # the routed experts', and every weight's unless the next is set
     kv_bytes_per_token: float  # one copy of the cache, all layers
     max_model_len: int
     # parallelism of one instance
@@ -140,6 +141,11 @@ class SimConfig:
     # decode CUDA/NPU graphs: the largest per-rank batch (sequences) captured; -1: the engine's
     # default covers every batch, 0: graphs disabled (every decode step runs eagerly)
     graph_max_seqs: int = -1
+    # steps that prefill: the deployment turns piecewise graphs on (True) or off (False) itself,
+    # or leaves it to the engine (None; prefill_graphs.py), and the largest step they capture
+    # (SGLang --piecewise-cuda-graph-max-tokens; 0: the engine's default)
+    prefill_graphs: bool | None = None
+    prefill_graph_max_tokens: int = 0
     # TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request only when
     # the KV blocks of its whole prompt + max_tokens are free besides what the running ones still
     # need: a started request is never paused. vLLM and SGLang admit on the blocks needed now.
@@ -186,6 +192,12 @@ class SimConfig:
     # the measured operator profile this hardware's GEMMs and attention are timed by (a file;
     # profiles.py, opfit.py); "" : the efficiency tables' rows
     operator_profile: str = ""
+    # a checkpoint that stores its routed experts and the rest (attention, router, dense and
+    # shared MLPs, embeddings, LM head) at different precisions (gpt-oss: MXFP4 experts, BF16
+    # rest; the model catalog's mixed_precision): what it stores ("mxfp4 experts, bf16 rest")
+    # and the rest's bytes per parameter; "" / 0: every weight at bytes_per_param
+    checkpoint_precision: str = ""
+    non_expert_bytes_per_param: float = 0.0
 
     # ------------------------------------------------------------------ derived numbers
 
@@ -219,13 +231,18 @@ class SimConfig:
         return self.attention_tp * self.pp
 
     @property
+    def rest_bytes_per_param(self) -> float:
+        """Bytes per parameter of every weight but the routed experts."""
+        return self.non_expert_bytes_per_param or self.bytes_per_param
+
+    @property
     def weight_bytes_per_gpu(self) -> float:
         """Weights on the fullest GPU: routed experts over the expert shards, the rest over
-        the attention TP group (replicated per attention-DP rank), plus a speculative draft
-        layer."""
+        the attention TP group (replicated per attention-DP rank), each at its own bytes per
+        parameter, plus a speculative draft layer."""
         experts = self.expert_params
-        target = self.bytes_per_param * (experts / self.expert_shards
-                                         + (self.total_params - experts) / self.dense_shards)
+        target = (self.bytes_per_param * experts / self.expert_shards
+                  + self.rest_bytes_per_param * (self.total_params - experts) / self.dense_shards)
         # an MTP/EAGLE draft is one more decoder layer of the target's make (DeepSeek's
         # num_nextn_predict_layers 1), loaded inside the same static memory share
         return target * (1 + 1 / self.layers) if self.spec_draft_tokens else target
@@ -233,10 +250,8 @@ class SimConfig:
     @property
     def expert_params(self) -> float:
         """Parameters in routed experts (total − active = (E − k) × expert size)."""
-        if self.moe_experts <= self.moe_active_experts or self.moe_experts == 0:
-            return 0.0
-        per_expert = (self.total_params - self.active_params) / (self.moe_experts - self.moe_active_experts)
-        return per_expert * self.moe_experts
+        return routed_expert_params(self.total_params, self.active_params, self.moe_experts,
+                                    self.moe_active_experts)
 
     @property
     def kv_shards(self) -> int:
@@ -306,6 +321,11 @@ class SimConfig:
         if self.prefill is not None:
             self.prefill.check()
 
+    def _prefill_graph_tokens(self) -> int:
+        engine = default_tables().engines.get(self.engine)  # type: ignore[call-overload]
+        tokens = graphed_prefill_tokens(engine.prefill_graphs if engine else None, self)
+        return -1 if math.isinf(tokens) else int(tokens)
+
     def summary(self) -> dict[str, Any]:
         """What the server logs at start and /v1/models reports: the numbers that matter."""
         out: dict[str, Any] = {
@@ -326,6 +346,8 @@ class SimConfig:
             "attention_cp": self.attention_cp, "rank_dispatch": self.rank_dispatch,
             "reserve_to_completion": self.reserve_to_completion, "prefill_alone": self.prefill_alone,
             "whole_prompts": self.whole_prompts,
+            # the largest step that prefills and replays graphs (-1: every one, 0: none)
+            "prefill_graph_tokens": self._prefill_graph_tokens(),
         }
         if self.rank_tokens:  # the token budget of one attention-DP rank's step
             out["rank_tokens"] = self.rank_tokens
@@ -335,6 +357,8 @@ class SimConfig:
             out["spec_v2"] = self.spec_v2
         if self.engine == "sglang" and self.attention_dp:  # the ranks' per-step metadata sync
             out["dp_sync"] = self.dp_sync
+        if self.checkpoint_precision:  # experts and the rest stored at different precisions
+            out["checkpoint_precision"] = self.checkpoint_precision
         if self.operator_profile:  # GEMMs and attention timed by a measured profile
             out["operator_profile"] = Path(self.operator_profile).stem
         if self.prefill is not None:
@@ -362,7 +386,8 @@ class SimConfig:
         attention_cp: int = 1, offline: bool = False,
         reserve_to_completion: bool | None = None, mixed_chunk: bool = False,
         rocm_aiter: bool = True, chunked_prefill: bool | None = None, overlap_intake: bool = True,
-        spec_v2: bool = False, dp_sync: bool = True,
+        spec_v2: bool = False, dp_sync: bool = True, prefill_graphs: bool | None = None,
+        prefill_graph_max_tokens: int = 0,
     ) -> SimConfig:
         """A config from hardware and model (catalog names or schema objects) and knobs.
 
@@ -393,7 +418,9 @@ class SimConfig:
         keeps an attention-DP rank's budget whole. ``spec_v2`` (SGLang's ``SGLANG_ENABLE_SPEC_V2``):
         speculative steps keep the overlap scheduler; ``dp_sync`` False
         (``SGLANG_SCHEDULER_SKIP_ALL_GATHER``): attention-DP ranks skip their per-step metadata
-        exchange."""
+        exchange. ``prefill_graphs`` True / False: the deployment turns piecewise graphs for
+        steps that prefill on or off itself (None: the engine decides, prefill_graphs.py);
+        ``prefill_graph_max_tokens`` caps the step they capture."""
         hw, hw_name = _lookup(catalog, "hardware", hardware)
         warn_if_unknown(hw_name, hw.vendor)  # generic defaults stand in: say so
         mdl, model_name = _lookup(catalog, "model", model)
@@ -401,7 +428,9 @@ class SimConfig:
         if named is None:
             raise SimConfigError(f"unknown precision {precision!r} (known: {', '.join(PRECISIONS)})")
         precision = named
-        dtype, bytes_per_param = PRECISIONS[precision]
+        dtype = PRECISIONS[precision][0]
+        bytes_per_param, rest_bytes = mdl.param_bytes(precision)
+        mixed = mdl.mixed_precision.get(precision)  # type: ignore[call-overload]
         if precision == "mxfp4" and hw.vendor == "nvidia" and "fp4" in hw.tflops:
             # Blackwell's FP4 tensor cores pair FP4 with FP4 only for NVFP4; MXFP4 weights
             # (gpt-oss) run against MXFP8 activations (TensorRT-LLM W4A8_MXFP4_MXFP8, vLLM's
@@ -475,6 +504,7 @@ class SimConfig:
                              else spec_acceptance) if spec_draft_tokens else 0.0,
             stream_interval=max(1, stream_interval), recv_interval=max(1, recv_interval),
             overlap_intake=overlap_intake, graph_max_seqs=graph_max_seqs,
+            prefill_graphs=prefill_graphs, prefill_graph_max_tokens=max(0, prefill_graph_max_tokens),
             attention_cp=max(1, attention_cp), instances=instances,
             reserve_to_completion=(engine == "trtllm" if reserve_to_completion is None
                                    else reserve_to_completion),
@@ -488,6 +518,8 @@ class SimConfig:
             attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
             kv_pool_bytes_per_token=pool_bytes,
             operator_profile=_profile_file(catalog, hw),
+            checkpoint_precision=f"{mixed.experts} experts, {mixed.rest} rest" if mixed else "",
+            non_expert_bytes_per_param=rest_bytes if mixed else 0.0,
             reserved_bytes=engine_reserve(engine, tp),
         )
         if kv_free_fraction is not None:
@@ -637,6 +669,7 @@ _ARG_KNOBS = {
     "cuda-graph-max-bs": "graph_max_seqs", "cuda-graph-config.max-batch-size": "graph_max_seqs",
     "max-cudagraph-capture-size": "graph_max_tokens",
     "attn-cp-size": "attention_cp",
+    "piecewise-cuda-graph-max-tokens": "prefill_graph_max_tokens",
     # TensorRT-LLM: the share of the memory left after the weights, not of the whole HBM
     "kv-cache-config.free-gpu-memory-fraction": "kv_free_fraction",
 }
@@ -645,6 +678,16 @@ _ARG_KNOBS = {
 # graph capture sizes given as a list: the largest is the limit
 _GRAPH_LISTS = {"cuda-graph-bs": "graph_max_seqs", "cuda-graph-config.batch-sizes": "graph_max_seqs",
                 "cuda-graph-sizes": "graph_max_tokens"}
+
+
+# flags that turn piecewise graphs for steps that prefill off (False) or on (True) when set:
+# SGLang's (--enable-piecewise-cuda-graph before they were the default, 0.5.10; full
+# --enable-torch-compile turns them off), TensorRT-LLM's
+_PREFILL_GRAPH_SWITCHES = {
+    "disable-piecewise-cuda-graph": False, "enable-torch-compile": False,
+    "enforce-piecewise-cuda-graph": True,
+    "enable-piecewise-cuda-graph": True, "torch-compile-config.enable-piecewise-cuda-graph": True,
+}
 
 
 def _resolve(value: Any, params: dict[str, Any]) -> Any:
@@ -733,6 +776,10 @@ def _engine_knobs(recipe: Recipe, pool: Pool, params: dict[str, Any]) -> dict[st
             continue
         if key in ("disable-overlap-schedule", "disable-overlap-scheduler"):  # SGLang, TRT-LLM
             knobs["overlap_intake"] = not _truthy(value)
+            continue
+        if key in _PREFILL_GRAPH_SWITCHES:  # piecewise graphs for steps that prefill
+            if _truthy(value):
+                knobs["prefill_graphs"] = _PREFILL_GRAPH_SWITCHES[key]
             continue
         if key in ("disable-cuda-graph", "enforce-eager"):
             if _truthy(value):

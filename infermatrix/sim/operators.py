@@ -32,7 +32,9 @@ Decode steps run as captured CUDA/NPU graphs up to the recipe's largest captured
 a larger batch (or an engine with graphs disabled) runs eagerly, and then the host must launch
 every operator of every layer itself: the step takes at least ``layers × eager dispatch`` (the
 ``eager_dispatch`` row of the tables). Under a random placement the share of steps that fit the
-graph is the probability that no rank exceeds it.
+graph is the probability that no rank exceeds it. A step that prefills replays piecewise
+graphs only where the engine captures them for this deployment and up to its largest captured
+size (prefill_graphs.py); otherwise it takes the same eager floor.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .prefill_graphs import graphed_prefill_tokens
 from .profiles import fit_file
 from .spec_cost import host_costs
 from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_name
@@ -88,7 +91,9 @@ class StepModel:
         # the model's own head dimension where it differs from hidden / heads: Qwen3 projects
         # 4,096 hidden onto 64 heads of 128 (config.json head_dim), gpt-oss 2,880 onto 64 of 64
         head_dim = cfg.head_dim or h / heads
-        b = cfg.bytes_per_param
+        # bytes per parameter: the routed experts at the run's precision, everything else at
+        # the checkpoint's own where it quantises only the experts (gpt-oss: BF16 attention)
+        b, b_expert = cfg.rest_bytes_per_param, cfg.bytes_per_param
         peak = cfg.peak_flops
         attn_peak = cfg.attention_flops or peak
         bw = cfg.hbm_bw
@@ -152,7 +157,7 @@ class StepModel:
         if self.experts:
             moe_flops = peak * moe.compute_eff
             self.moe_s_assign = 2 * p_expert / G / moe_flops  # per (token, expert) assignment
-            self.moe_w_expert = p_expert * b / G / (bw * moe.memory_eff)  # per touched expert
+            self.moe_w_expert = p_expert * b_expert / G / (bw * moe.memory_eff)  # per touched expert
             self.moe_half = moe.tokens_half or 48.0
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             # the activation between the two grouped GEMMs: gate and up read, product written
@@ -267,8 +272,9 @@ class StepModel:
         costs = host_costs(eng, cfg)
         self.host_fixed, self.overlap = costs.plain_s, costs.plain_overlap
         self.spec_host_fixed, self.spec_overlap = costs.spec_s, costs.spec_overlap
-        # steps that prefill launched layer by layer (SGLang before piecewise CUDA graphs)
-        self.prefill_eager = eng.prefill_eager(cfg.engine_version)
+        # steps that prefill replay piecewise graphs up to this many tokens; larger ones, or
+        # all where the engine turns them off, launch layer by layer (prefill_graphs.py)
+        self.prefill_graph_tokens = graphed_prefill_tokens(eng.prefill_graphs, cfg)
 
     def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
                      head_dim: float, tpa: int, p_dense: float) -> None:
@@ -301,7 +307,7 @@ class StepModel:
         got = memo.get(m)
         if got is None:
             cfg, g = self.cfg, self.gemm_fit
-            b, bw = cfg.bytes_per_param, cfg.hbm_bw
+            b, bw = cfg.rest_bytes_per_param, cfg.hbm_bw
             peak = cfg.peak_flops * (self.clock if sustained else 1.0)
             got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
                         for shapes in (self.attn_gemms, self.dense_gemms))
@@ -403,7 +409,7 @@ class StepModel:
                 tokens * share, kv_read * share, attn_pairs * share, draft_tokens * share)
         work = tokens + draft_tokens
         decode = tokens <= seqs
-        eager = not self._graphed(seqs) if decode else self.prefill_eager
+        eager = not self._graphed(seqs) if decode else tokens > self.prefill_graph_tokens
         if busiest is not None and self.dpa > 1:
             return self._rank_step(tokens, seqs, work, draft_tokens, busiest, eager)
         rank = self._busiest_rank(seqs) if decode or self.cp == 1 else 1.0 / self.cp

@@ -60,6 +60,9 @@ def _a_release(version: str) -> str:
     return version
 
 
+Version = Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -73,10 +76,13 @@ class OperatorRow(_Strict):
     """hardware names from matrix/hardware.yaml (one or a list), ``vendor:NAME``, or ``*``"""
     dtype: str = "*"
     engine: EngineName | Literal["*"] = "*"
-    since: Annotated[str, BeforeValidator(written_version), AfterValidator(_a_release)] | None = None
+    since: Version | None = None
     """with ``engine``: the row describes that engine's builds from this version on (kernels
     change between releases); a deployment whose engine version is unknown keeps the rows
     without one"""
+    before: Version | None = None
+    """with ``engine``: the row describes that engine's builds older than this version (kernels
+    a later release replaced); as with ``since``, an unknown version keeps the rows without one"""
     rocm_aiter: bool | None = None
     """AMD: the row describes deployments that run AITER's kernels (True) or the engine's
     generic ones (False); None: either"""
@@ -93,9 +99,14 @@ class OperatorRow(_Strict):
     source: Source
 
     @model_validator(mode="after")
-    def _since_names_an_engine(self) -> OperatorRow:
-        if self.since is not None and self.engine == "*":
-            raise ValueError("since: give the engine whose builds it dates")
+    def _bounds_name_an_engine(self) -> OperatorRow:
+        for bound in ("since", "before"):
+            if getattr(self, bound) is not None and self.engine == "*":
+                raise ValueError(f"{bound}: give the engine whose builds it dates")
+        if self.since is not None and self.before is not None and not below(
+                release(self.since), self.before):
+            raise ValueError("since and before: the builds from since on and older than before "
+                             "must not be empty")
         return self
 
 
@@ -103,6 +114,34 @@ class Fabric(_Strict):
     latency_us: Micros
     per_hop_us: Micros
     bw_eff: Share
+    source: Source
+
+
+class PrefillGraphs(_Strict):
+    """When an engine's steps that prefill (a prompt's chunk, alone or with decodes) replay
+    captured (piecewise) graphs, as the engine decides it at start and step by step; a step
+    that does not launches every layer from the host (the ``eager_dispatch`` floor).
+    prefill_graphs.py applies these to a deployment."""
+
+    default: bool = True
+    """the engine turns them on by itself (False: only where the deployment asks for them,
+    TensorRT-LLM's ``torch_compile_config.enable_piecewise_cuda_graph``)"""
+    since: Version | None = None
+    """the first release that turns them on by default; an earlier build runs without them
+    unless asked, a build of unknown version is taken to have them"""
+    vendors: list[Literal["nvidia", "amd", "huawei"]] | None = None
+    """the hardware they run on (None: any); elsewhere the engine turns them off"""
+    off_under: list[Literal["attention_dp", "moe_a2a", "pp"]] = []
+    """deployment features under which the engine turns them off"""
+    speculative_since: Version | None = None
+    """the first release that keeps them under speculative decoding (earlier builds turn them
+    off when a draft runs)"""
+    sparse_attention_since: Version | None = None
+    """the first release that captures them for DeepSeek sparse attention (``mla-sparse``)
+    models; earlier builds turn them off for those"""
+    mla_max_tokens: Annotated[int, Field(ge=0)] = 0
+    """MLA models: the largest step (tokens) captured by default (0: the step budget); a larger
+    step runs without graphs"""
     source: Source
 
 
@@ -114,11 +153,9 @@ class EngineOverhead(_Strict):
     """host work of step n+1 overlaps the GPU's step n"""
     comm_overlap: Annotated[float, Field(ge=0, lt=1)] = 0.0
     """share of collective time hidden behind compute (two-batch overlap and the like)"""
-    prefill_graphs_since: Annotated[str, BeforeValidator(written_version),
-                                    AfterValidator(_a_release)] | None = None
-    """the first release whose steps that prefill replay (piecewise) graphs by default: a
-    build before it launches every layer of such a step from the host (the eager_dispatch
-    floor); a build of unknown version, or an engine without it, is taken to replay them"""
+    prefill_graphs: PrefillGraphs | None = None
+    """when the engine's steps that prefill replay (piecewise) graphs (prefill_graphs.py);
+    None: always, as vLLM V1's do"""
     spec_step_us: Micros | None = None
     """host work of a speculative (draft + verify) step in place of ``step_us``: scheduling
     plus the input preparation between the draft, verify and draft-extend passes"""
@@ -130,12 +167,6 @@ class EngineOverhead(_Strict):
     metadata before any of them may run (SGLang's MLP-sync all-gather)"""
     spec_source: Source | None = None
     source: Source
-
-    def prefill_eager(self, version: str | None) -> bool:
-        """Whether a build of ``version`` runs its steps that prefill without graphs."""
-        built = release(version)
-        return (self.prefill_graphs_since is not None and built is not None
-                and not _at_least(built, self.prefill_graphs_since))
 
 
 class AcceptanceRow(_Strict):
@@ -225,8 +256,9 @@ class EfficiencyTables(_Strict):
                  fallback: Tuning = DEFAULT_TUNING, engine: str | None = None,
                  engine_version: str | None = None, rocm_aiter: bool = True) -> OperatorRow:
         """The most specific row for ``op`` on this hardware and dtype (and, where a row names
-        one, this engine from its ``since`` version on, and with or without AITER's kernels);
-        for hardware no row covers, a row made of tuning.py's defaults."""
+        one, this engine's builds from its ``since`` version on and older than its ``before``
+        one, and with or without AITER's kernels); for hardware no row covers, a row made of
+        tuning.py's defaults."""
         version = release(engine_version)
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
@@ -242,11 +274,15 @@ class EfficiencyTables(_Strict):
                 continue
             if row.dtype not in ("*", dtype):
                 continue
-            if row.engine != "*" and (row.engine != engine or not _at_least(version, row.since)):
+            if row.engine != "*" and (row.engine != engine or not at_least(version, row.since)
+                                      or not below(version, row.before)):
                 continue
             if row.rocm_aiter is not None and row.rocm_aiter != rocm_aiter:
                 continue
-            score = (2 * (2 * (hw_score * 2 + (row.dtype != "*")) + (row.engine != "*"))
+            # an engine's dated rows (since or before a version) beat its undated ones
+            dated = row.since is not None or row.before is not None
+            engine_score = (row.engine != "*") + dated
+            score = (2 * (3 * (hw_score * 2 + (row.dtype != "*")) + engine_score)
                      + (row.rocm_aiter is not None))
             if best is None or score > best[0]:
                 best = (score, row)
@@ -276,6 +312,7 @@ def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]
     rows: list[tuple[str, Any]] = [
         (f"operators: {r.op} {r.hardware} {r.dtype}" + (f" {r.engine}" if r.engine != "*" else "")
          + (f" since {r.since}" if r.since else "")
+         + (f" before {r.before}" if r.before else "")
          + ("" if r.rocm_aiter is None else f" aiter={r.rocm_aiter}"), r) for r in tables.operators]
     rows += [(f"fabrics: {k}", v) for k, v in tables.fabrics.items()]
     rows += [(f"engines: {k}", v) for k, v in tables.engines.items()]
@@ -289,11 +326,18 @@ def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]
     return out
 
 
-def _at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
+def at_least(version: tuple[int, ...] | None, since: str | None) -> bool:
     if since is None:
         return True
     floor = release(since)
     return version is not None and floor is not None and version >= floor
+
+
+def below(version: tuple[int, ...] | None, before: str | None) -> bool:
+    if before is None:
+        return True
+    ceiling = release(before)
+    return version is not None and ceiling is not None and version < ceiling
 
 
 def _tuning_row(op: str, t: Tuning) -> OperatorRow:

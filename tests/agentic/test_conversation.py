@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 
+from infermatrix.client.conversation import Conversation
 from infermatrix.client.session_sources import Session, Turn
-from infermatrix.client.sessions import Conversation, _UsageTap
 from infermatrix.client.tokenizer import WordTokenizer
+from infermatrix.client.usage_tap import UsageTap
 
 SYSTEM = {"role": "system", "content": "you are an agent"}
 
@@ -59,7 +60,7 @@ def test_full_mode_replays_each_request_verbatim() -> None:
 
 
 def test_usage_tap_reads_cached_tokens_split_across_reads() -> None:
-    tap = _UsageTap(None)  # type: ignore[arg-type]
+    tap = UsageTap(None)  # type: ignore[arg-type]
     event = (
         b'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,'
         b'"prompt_tokens_details":{"cached_tokens":7}}}\n\ndata: [DONE]\n\n'

@@ -72,6 +72,6 @@ def test_check_fails_on_an_undocumented_field(checkout: Path, capsys,
     assert main(["catalog", "--check", "--root", str(checkout)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "infermatrix catalog: Fleet.nodes: no documentation (a description= in schema.py, or an "
+        "infermatrix catalog: Fleet.nodes: no documentation (a description= in catalog/schema/, or an "
         "entry in infermatrix/catalog/field_docs.py)",
         "infermatrix catalog: Fleet.colour: documented in field_docs.py, but no such field"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from infermatrix.catalog.loader import load_catalog
 from infermatrix.cli import main
 
 GOOD_RECIPE = """\
@@ -174,3 +175,39 @@ def test_real_process_exit_code_and_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [f"{recipe}:1: precision: field required",
                                         f"{recipe}:7: precison: unknown field"]
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("  mixed_precision: {fp8: {experts: nvfp4, rest: fp8}}\n",
+     "llama-3.1-8b-instruct.mixed_precision: only a model with routed experts "
+     "(moe_experts above moe_active_experts) can store them at a precision of their own"),
+    ("  mixed_precision: {fp8: {experts: fp8, rest: fp8}}\n",
+     "llama-3.1-8b-instruct.mixed_precision.fp8: experts and rest are both fp8: "
+     "not a mixed checkpoint (leave the entry out)"),
+    ("  mixed_precision: {fp8: {experts: fp6, rest: bf16}}\n",
+     "llama-3.1-8b-instruct.mixed_precision.fp8.experts: Input should be 'bf16', 'fp16', 'fp8', "
+     "'nvfp4', 'mxfp4', 'fp4', 'w8a8-int8', 'w4a8' or 'w4a16'"),
+])
+def test_bad_mixed_precision_points_at_its_line(capsys, catalog_copy: Path, entry: str,
+                                                message: str) -> None:
+    models = catalog_copy / "matrix" / "models.yaml"
+    text = models.read_text()
+    anchor = "llama-3.1-8b-instruct:\n"
+    models.write_text(text.replace(anchor, anchor + entry, 1))
+    line = models.read_text().splitlines().index(entry.rstrip("\n")) + 1
+    code, err = run_validate(capsys, "--root", str(catalog_copy))
+    assert code == 2
+    assert err == [f"matrix/models.yaml:{line}: {message}"]
+
+
+def test_a_mixed_checkpoint_weighs_its_experts_and_the_rest_apart() -> None:
+    """gpt-oss-120b: MXFP4 experts (4.25 bits) and BF16 attention, embeddings and LM head make
+    the weights the memory check counts; at a precision the model does not list (bf16) every
+    weight is at that precision."""
+    model = load_catalog().models["gpt-oss-120b"]
+    experts = model.expert_params_b
+    assert experts == pytest.approx(115.3, abs=0.1)
+    for precision in ("mxfp4", "w4a16"):  # the same checkpoint, Hopper's weight-only kernels
+        assert model.weight_bytes_b(precision) == pytest.approx(
+            experts * 4.25 / 8 + (model.total_params_b - experts) * 2)
+    assert model.weight_bytes_b("bf16") == pytest.approx(model.total_params_b * 2)

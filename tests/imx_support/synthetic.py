@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import json
 import math
+import random
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -123,9 +124,26 @@ def _stamp(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def level_result(job: SynthJob, run_id: str, conc: int, *, failed: bool = False) -> dict[str, Any]:
-    """The raw JSON of one level, as launch/job.py writes ``conc-<N>.json``."""
+SAMPLE_SPREAD = 0.05  # of log(value): each request's TTFT and TPOT around the level's medians
+
+
+def _request_samples(shape: dict[str, Any], osl: int, n: int, seed: str) -> dict[str, list[float]]:
+    """``n`` requests' samples as the client writes them (``request_samples``), seeded."""
+    rng = random.Random(seed)
+    ttft = [shape["median_ttft_ms"] * math.exp(rng.gauss(0, SAMPLE_SPREAD)) for _ in range(n)]
+    tpot = [shape["median_tpot_ms"] * math.exp(rng.gauss(0, SAMPLE_SPREAD)) for _ in range(n)]
+    return {"ttft_ms": ttft, "tpot_ms": tpot, "output_tokens": [osl] * n,
+            "e2el_ms": [t + p * (osl - 1) for t, p in zip(ttft, tpot, strict=True)]}
+
+
+def level_result(job: SynthJob, run_id: str, conc: int, *, failed: bool = False,
+                 samples: int = 0) -> dict[str, Any]:
+    """The raw JSON of one level, as launch/job.py writes ``conc-<N>.json``; ``samples`` > 0:
+    with that many requests' samples, so the record carries bootstrap intervals."""
     shape = _shape(job, conc, failed)
+    if samples:
+        shape["request_samples"] = _request_samples(
+            shape, WORKLOADS.get(job.workload, (1024, 1024))[1], samples, f"{job.job_id}/{run_id}/{conc}")
     start = _base_time(run_id)  # levels run one after another, in the job's order
     for c in job.concurrency:
         if c == conc:
@@ -159,15 +177,15 @@ def level_result(job: SynthJob, run_id: str, conc: int, *, failed: bool = False)
 
 
 def write_job(run_dir: Path, job: SynthJob, failed_levels: Sequence[int] = (),
-              indent: int | None = 1) -> list[Path]:
+              indent: int | None = 1, samples: int = 0) -> list[Path]:
     """Write ``run_dir/jobs/<job id>/conc-<N>.json`` per level and the job manifest; returns
-    the level files."""
+    the level files (``samples``: as ``level_result``)."""
     run_dir = Path(run_dir)
     job_dir = run_dir / "jobs" / job.job_id
     job_dir.mkdir(parents=True, exist_ok=True)
     written, levels = [], []
     for conc in job.concurrency:
-        raw = level_result(job, run_dir.name, conc, failed=conc in failed_levels)
+        raw = level_result(job, run_dir.name, conc, failed=conc in failed_levels, samples=samples)
         path = job_dir / f"conc-{conc}.json"
         path.write_text(json.dumps(raw, indent=indent), encoding="utf-8")
         written.append(path)

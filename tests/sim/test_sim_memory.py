@@ -49,3 +49,37 @@ def test_tensorrt_llm_gives_kv_its_share_of_what_weights_and_activations_leave()
     free = cfg.memory_bytes - cfg.weight_bytes_per_gpu - cfg.reserved_bytes
     assert cfg.reserved_bytes == pytest.approx(3.05 * GIB, rel=0.01)
     assert cfg.kv_bytes_per_gpu == pytest.approx(0.9 * free, rel=1e-6)
+
+
+def test_gpt_oss_keeps_its_bf16_rest_beside_its_mxfp4_experts() -> None:
+    """gpt-oss quantises only its routed experts to MXFP4 (4.25 bits a parameter); attention,
+    router, embeddings and LM head stay BF16 (model card; config.json modules_to_not_convert).
+    On one H100 the weights are experts × 4.25 / 8 + rest × 2 bytes, and the KV cache loses
+    what the BF16 rest weighs beyond MXFP4."""
+    cat = catalog()
+    kw = dict(tp=1, engine="vllm", memory_fraction=0.9)
+    cfg = SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "mxfp4", **kw)
+    experts = cfg.expert_params
+    rest = cfg.total_params - experts
+    assert cfg.weight_bytes_per_gpu == pytest.approx(experts * 4.25 / 8 + rest * 2)
+    assert cfg.summary()["checkpoint_precision"] == "mxfp4 experts, bf16 rest"
+    uniform_model = cat.models["gpt-oss-120b"].model_copy(update={"mixed_precision": {}})
+    uniform = SimConfig.from_parts(cat, "H100", uniform_model, "mxfp4", **kw)
+    assert uniform.weight_bytes_per_gpu == pytest.approx(cfg.total_params * 4.25 / 8)
+    lost_tokens = rest * (2 - 4.25 / 8) / cfg.kv_bytes_per_token
+    assert uniform.kv_capacity_tokens - cfg.kv_capacity_tokens == pytest.approx(lost_tokens, abs=2)
+    # on Hopper the same checkpoint runs weight-only (w4a16): the same bytes
+    hopper = SimConfig.from_parts(cat, "H100", "gpt-oss-120b", "w4a16", **kw)
+    assert hopper.weight_bytes_per_gpu == pytest.approx(cfg.weight_bytes_per_gpu)
+
+
+def test_deepseek_v4_nvfp4_holds_its_fp8_rest_on_every_attention_dp_rank() -> None:
+    """nvidia/DeepSeek-V4-Pro-NVFP4 re-quantises only the routed experts; attention and shared
+    experts stay FP8 (NVIDIA/TensorRT-LLM PR #16276), and under attention DP each rank holds all
+    of them: the AA GB300 DEP8 decode rank carries the whole rest at 1 byte a parameter."""
+    cfg = SimConfig.from_recipe(catalog(), "deepseek-v4-pro/gb300-trtllm-nvfp4-6ctx-1gen-dep8")
+    assert cfg.attention_dp and cfg.dense_shards == 1 and cfg.expert_shards == 8
+    experts = cfg.expert_params
+    draft = 1 + 1 / cfg.layers if cfg.spec_draft_tokens else 1.0
+    assert cfg.weight_bytes_per_gpu == pytest.approx(
+        (experts * 0.5625 / 8 + (cfg.total_params - experts) * 1.0) * draft)

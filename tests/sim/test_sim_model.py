@@ -136,6 +136,39 @@ def test_tables_cover_known_hardware_and_tuning_covers_the_rest() -> None:
         assert experts(engine, version) is None, (engine, version)
 
 
+def test_a_before_row_serves_an_engines_builds_older_than_its_version() -> None:
+    """The Triton fused MoE rows of early 2025 date the builds from above: vLLM before 0.8.0
+    (its nightlies included) and SGLang before 0.4.4; later builds, another engine and an
+    unknown version keep the undated rows, and SGLang's 2026 builds their ``since`` row."""
+    t = default_tables()
+
+    def experts(engine: str, version: str | None) -> tuple[str | None, str | None]:
+        row = t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine=engine,
+                         engine_version=version)
+        return row.since, row.before
+    assert experts("vllm", "0.7.4.dev181") == experts("vllm", "0.7.3") == (None, "0.8.0")
+    assert experts("sglang", "0.4.3.post2") == experts("sglang", "0.4.1") == (None, "0.4.4")
+    for engine, version in (("vllm", "0.8.0"), ("vllm", "0.11.0"), ("vllm", None),
+                            ("vllm", "unstated"), ("sglang", "0.4.4"), ("sglang", "0.5.3"),
+                            ("trtllm", "0.7.3")):
+        assert experts(engine, version) == (None, None), (engine, version)
+    assert experts("sglang", "0.5.12") == ("0.5.9", None)
+
+
+def test_the_early_2025_triton_moe_takes_the_time_vllm_measured() -> None:
+    """vLLM PR #13932 timed the Triton fused MoE of February 2025 for DeepSeek-V3's block FP8
+    experts at TP8: 1,893 us for 1,024 tokens and 2,819 us for 2,048 (H100; the H200 has the
+    same tensor cores, and at these sizes the kernel is compute-bound). A vLLM 0.7 deployment's
+    MoE layer takes that; a 0.11 build (the undated row) well under it."""
+    old = StepModel(config("H200", model="deepseek-r1-0528", tp=8, engine="vllm",
+                           engine_version="0.7.3"))
+    new = StepModel(config("H200", model="deepseek-r1-0528", tp=8, engine="vllm",
+                           engine_version="0.11.0"))
+    for tokens, measured in ((1024, 1893e-6), (2048, 2819e-6)):
+        assert old._moe_layer(tokens) == pytest.approx(measured, rel=0.15)
+        assert new._moe_layer(tokens) < 0.6 * measured
+
+
 def test_overrides_replace_the_recipes_speculative_decoding() -> None:
     cfg = SimConfig.from_recipe(catalog(), DEP8, spec_draft_tokens=1, spec_acceptance=0.5)
     assert (cfg.spec_draft_tokens, cfg.spec_acceptance) == (1, 0.5)
@@ -287,3 +320,21 @@ def test_pipeline_parallelism_keeps_a_micro_batch_in_every_stage() -> None:
     contexts = np.array([255 * 600, 255 * 601, 255 * 700])
     at_once = pp2.decode_times(255, contexts, 1)
     assert at_once.tolist() == [pp2.decode_time(255, int(c), 1) for c in contexts]
+
+
+def test_a_mixed_checkpoint_streams_its_rest_at_the_rests_bytes() -> None:
+    """gpt-oss's BF16 attention and dense weights stream at 2 bytes a parameter and its MXFP4
+    experts at 4.25 bits, in decode's weight reads and in the measured profile's GEMMs
+    (n × k × bytes)."""
+    mixed = SimConfig.from_parts(catalog(), "H100", "gpt-oss-120b", "w4a16", tp=1)
+    assert mixed.operator_profile  # H100's GEMMs are timed by its measured profile
+    uniform = replace(mixed, non_expert_bytes_per_param=0.0, checkpoint_precision="")
+    m, u = StepModel(mixed), StepModel(uniform)
+    ratio = 2 / (4.25 / 8)
+    assert m.attn_proj_w == pytest.approx(u.attn_proj_w * ratio)
+    assert m.dense_w == pytest.approx(u.dense_w * ratio)
+    assert m.moe_w_expert == pytest.approx(u.moe_w_expert)
+    assert m.weights_s(1) > u.weights_s(1)
+    # one token's projections read their weights: the BF16 ones take longer
+    for mixed_s, uniform_s in zip(m._gemms(1), u._gemms(1), strict=True):
+        assert mixed_s > 1.5 * uniform_s, (mixed_s, uniform_s)

@@ -98,5 +98,5 @@ def test_sglang_before_piecewise_graphs_launches_a_prefill_step_layer_by_layer()
     old, new, unknown = prefill_ms("0.5.6"), prefill_ms("0.5.10"), prefill_ms("unstated")
     assert old == pytest.approx(floor_ms) and floor_ms > 2 * new
     assert unknown == new
-    # vLLM (piecewise graphs since V1) and TensorRT-LLM carry no such floor
-    assert not default_tables().engines["vllm"].prefill_eager("0.6.0")
+    # vLLM (piecewise graphs since V1) carries no such floor
+    assert default_tables().engines["vllm"].prefill_graphs is None

@@ -125,21 +125,40 @@ def test_a_since_row_needs_an_engine_and_a_version(tmp_path: Path) -> None:
         assert all(p.line for p in exc.value.problems)
 
 
+def test_a_before_row_needs_an_engine_and_builds_left_to_describe(tmp_path: Path) -> None:
+    """``before`` dates an engine's builds from above: without the engine, or with a ``since``
+    at or above it (no build left), the row is refused at its line."""
+    text = EFFICIENCY_FILE.read_text()
+    dated = '    engine: vllm\n    before: "0.8.0"\n'
+    assert dated in text
+    for broken_row in ('    before: "0.8.0"\n', dated + '    since: "0.8.0"\n'):
+        path = tmp_path / "efficiency.yaml"
+        path.write_text(text.replace(dated, broken_row, 1))
+        with pytest.raises(CatalogError) as exc:
+            load_tables(path)
+        assert any("before" in p.field or "before" in p.message for p in exc.value.problems), \
+            exc.value.problems
+        assert all(p.line for p in exc.value.problems)
+
+
 def test_a_published_runs_version_picks_its_builds_rows() -> None:
-    """The same H200 deployment simulated as SGLang 0.4.3 (older Hopper FP8 expert kernels) and
-    as 0.5.12 (the 2026 builds' row): the version a source states reaches the step model, and
-    the newer build decodes faster at low concurrency, as InferenceX measured it."""
+    """The same H200 deployment simulated as SGLang 0.4.3 (the Triton fused MoE of early 2025),
+    0.5.3 (the undated Hopper FP8 expert row) and 0.5.12 (the 2026 builds' row): the version a
+    source states reaches the step model; the newest build decodes faster at low concurrency,
+    as InferenceX measured it, and the oldest prefills slower; an unknown version reads as the
+    undated row."""
     row = next(r for r in load_published() if r.id == "ifx-r1-h200-fp8-sglang-tp8-1024-1024-c4")
-    old = row.model_copy(update={"engine_version": "0.4.3"})
-    unknown = row.model_copy(update={"engine_version": "unstated"})
+    builds = [row] + [row.model_copy(update={"engine_version": v})
+                      for v in ("0.4.3", "0.5.3", "unstated")]
     cat = catalog()
     assert sim_config(cat, row).engine_version == "0.5.12"
-    tpot = {}
-    for r in (row, old, unknown):
+    tpot, ttft = {}, {}
+    for r in builds:
         run = simulate(sim_config(cat, r), [SimRequest(1000, 200) for _ in range(4)], concurrency=4)
-        tpot[r.engine_version] = run.median("tpot")
-    assert tpot["0.5.12"] < 0.7 * tpot["0.4.3"]
-    assert tpot["unstated"] == tpot["0.4.3"]
+        tpot[r.engine_version], ttft[r.engine_version] = run.median("tpot"), run.median("ttft")
+    assert tpot["0.5.12"] < 0.7 * tpot["0.5.3"]
+    assert tpot["unstated"] == tpot["0.5.3"] and ttft["unstated"] == ttft["0.5.3"]
+    assert ttft["0.4.3"] > 1.5 * ttft["0.5.3"]
 
 
 @pytest.mark.slow  # minutes: every report row simulated in virtual time

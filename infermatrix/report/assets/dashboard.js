@@ -121,7 +121,7 @@ function setupControls() {
   fillSelect(cmpNew, runs.slice().reverse(), runs[runs.length - 1]);
   badgeSimulatedRuns(cmpBase); badgeSimulatedRuns(cmpNew);
   [cmpBase, cmpNew].forEach((el) => el.addEventListener("change", render));  // loads the runs first
-  $("cmp-noise").addEventListener("change", renderCompare);
+  $("cmp-z").addEventListener("change", renderCompare);
   $("t-config").addEventListener("change", (e) => { tstate.key = e.target.value; tstate.conc = "__all__"; renderTrend(); });
   $("t-conc").addEventListener("change", (e) => { tstate.conc = e.target.value; renderTrend(); });
   document.addEventListener("click", (e) => { const b = e.target.closest("[data-trend]"); if (b) openTrend(b.dataset.trend, b.dataset.conc); });
@@ -346,9 +346,78 @@ function renderTable(data) {
 }
 
 // ---------------------------------------------------------------- compare view
+// The regression rule of `infermatrix compare` (results/regression.py), for any two runs picked:
+// a change counts only beyond z × the two levels' own bootstrap spread AND z × √2 × the
+// configuration's night-to-night spread over the last `lookback` runs up to the base run (never
+// the new one), or beyond the fixed band before `min_nights` runs of history. Spreads are
+// standard deviations of log(value). DATA.compare_rule carries the CLI's defaults and run order.
 const CMP = DATA.compare_metrics;  // [[metric, higherIsBetter], ...]
+const RULE = DATA.compare_rule;
+function historyRuns(base, neu) {  // regression.history_runs
+  const kept = RULE.runs.filter((r) => r !== neu), at = kept.indexOf(base);
+  return at < 0 ? [base] : kept.slice(0, at + 1).slice(-RULE.lookback);
+}
+function nightValues(r, metric, window) {  // regression.night_history, from the trend's points
+  const t = TRENDS[trendKey(r)], level = t ? t.levels[String(r.concurrency)] : null;
+  return ((level && level[metric]) || []).filter((p) => window.has(runs[p[0]])).map((p) => p[1]).slice(-RULE.lookback);
+}
+function nightSigma(values) {  // regression.night_sigma: the sample standard deviation of log(value)
+  const logs = values.filter((v) => v !== null && v > 0).map(Math.log);
+  if (logs.length < RULE.min_nights) return null;
+  const mean = logs.reduce((a, x) => a + x, 0) / logs.length;
+  return Math.sqrt(logs.reduce((a, x) => a + (x - mean) * (x - mean), 0) / (logs.length - 1));
+}
+function erf(x) {  // via erfc's Chebyshev fit (Numerical Recipes, 2nd ed., §6.2: fractional error < 1.2e-7)
+  const t = 1 / (1 + 0.5 * Math.abs(x));
+  const c = t * Math.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return x >= 0 ? 1 - c : c - 1;
+}
+function judge(metric, higher, base, neu, z, history) {  // regression.judge; null: a side lacks the metric
+  const old = base[metric], now = neu[metric];
+  if (old === null || now === null || old === undefined || now === undefined || old <= 0 || now <= 0) return null;
+  const d = Math.log(now / old);
+  const sig = [base["sigma_" + metric], neu["sigma_" + metric]].filter((x) => x !== null && x !== undefined);
+  const level = sig.length ? Math.sqrt(sig.reduce((a, x) => a + x * x, 0)) : null;
+  const nights = nightSigma(history);
+  const band = Math.max(z * (level || 0), nights !== null ? z * Math.SQRT2 * nights : RULE.noise);
+  const change = (now - old) / old;
+  const scale = Math.max(level || 0, nights !== null ? Math.SQRT2 * nights : 0);  // the larger noise
+  return { change: change, worse: (d < 0) === higher, significant: Math.abs(change) > band, band: band, level: level,
+    nights: nights, n: nights !== null ? history.length : 0, confidence: scale > 0 ? erf(Math.abs(d) / scale / Math.SQRT2) : null };
+}
+const pct1 = (x) => (100 * x).toFixed(1) + "%";
+function confidenceText(c) {  // regression.confidence_text: 99.9 % rather than 100 %
+  for (let d = 1; d <= 5; d++) if (Number((c * 100).toFixed(d - 1)) < 100) return (c * 100).toFixed(d - 1) + "%";
+  return ">99.999%";
+}
+function noiseText(v) {  // the noise a change was weighed against, and how sure it is real
+  const parts = [];
+  if (v.level !== null) parts.push("levels ±" + pct1(1.96 * v.level));
+  if (v.nights !== null) parts.push("nights ±" + pct1(1.96 * v.nights) + " over " + v.n + " runs");
+  else parts.push("band ±" + pct1(v.band) + ": under " + RULE.min_nights + " runs of history");
+  return parts.join(", ") + (v.confidence === null ? "" : "; " + confidenceText(v.confidence) + " confidence");
+}
+const changeText = (v) => (v.change >= 0 ? "+" : "") + pct1(v.change);
+const verdictText = (v) => changeText(v) + " (" + noiseText(v) + ")";  // Verdict.text()
+function ruleZ() {  // the z the page judges at: the CLI's default unless a person changed it
+  const z = Number($("cmp-z").value);
+  return $("cmp-z").value !== "" && Number.isFinite(z) && z >= 0 ? z : RULE.z;
+}
+function ruleLine(z, base) {  // compare.rule_line
+  return "A change counts beyond z = " + z + (z === RULE.z ? " (infermatrix compare's default)" : " (infermatrix compare's default: " + RULE.z + ")")
+    + " × both the levels' own bootstrap spread and the night-to-night spread over the last " + RULE.lookback + " runs up to "
+    + base + "; ±" + pct1(RULE.noise) + " stands in for the nights of a configuration with under " + RULE.min_nights + " runs.";
+}
+const VERDICT = (v) => v === null ? "" : !v.significant ? "unchanged" : v.worse ? "regression" : "improvement";
+function rowChange(x, y, verdicts) {  // compare.classify
+  if (!x || !y) return !x ? "new" : "gone";
+  const okx = x.status === "ok", oky = y.status === "ok";
+  if (!okx || !oky) return !okx && !oky ? "failing" : okx ? "now failing" : "fixed";
+  return verdicts.some((v) => v && v.significant && v.worse) ? "regression" : verdicts.some((v) => v && v.significant) ? "improved" : "same";
+}
 function renderCompare() {
-  const base = $("cmp-base").value, neu = $("cmp-new").value, noise = Number($("cmp-noise").value) || 0;
+  const base = $("cmp-base").value, neu = $("cmp-new").value, z = ruleZ();
   const keyOf = (r) => [r.recipe, r.workload, r.runner, r.concurrency].join("\u0000");
   const pool = filtered({ anyRun: true, anyStatus: true });
   const a = new Map(), b = new Map();
@@ -358,26 +427,30 @@ function renderCompare() {
     $("cmp-info").textContent = runs.length < 2 ? "Only one run: nothing to compare it with yet." : "Base and new are the same run: pick two different runs.";
     return;
   }
+  // the nights come from the configurations' trends: load those not in yet, then draw
+  const missing = Array.from(new Set(Array.from(b.values()).map(trendKey))).filter((k) => !TRENDS[k] && TREND_AT.has(k));
+  if (missing.length) { loading(Promise.all(missing.map((k) => loadChunk("trend", TREND_AT.get(k)))), renderCompare); return; }
   const byConfig = (k1, k2) => { const p = a.get(k1) || b.get(k1), q = a.get(k2) || b.get(k2);
     return p.recipe < q.recipe ? -1 : p.recipe > q.recipe ? 1 : p.workload < q.workload ? -1 : p.workload > q.workload ? 1
       : p.runner < q.runner ? -1 : p.runner > q.runner ? 1 : p.concurrency - q.concurrency; };  // concurrency as a number
   const keys = Array.from(new Set([...a.keys(), ...b.keys()])).sort(byConfig);
+  const history = new Set(historyRuns(base, neu));
   let reg = 0, imp = 0;
   const rowsHtml = keys.map((k) => { const x = a.get(k), y = b.get(k), any = y || x;
-    let cells = ""; let worst = "";
-    for (const [m, higher] of CMP) {
-      const v0 = x && x.status === "ok" ? val(x, m) : null, v1 = y && y.status === "ok" ? val(y, m) : null;
-      if (v0 === null || v1 === null || v0 === undefined || v1 === undefined || v0 === 0) { cells += '<td class="num muted">' + fmt(v1) + "</td>"; continue; }
-      const pct = 100 * (v1 - v0) / Math.abs(v0), better = higher ? pct > noise : pct < -noise, worse = higher ? pct < -noise : pct > noise;
-      if (worse) worst = "bad"; else if (better && !worst) worst = "good";
-      cells += '<td class="num ' + (worse ? "bad" : better ? "good" : "") + '">' + fmt(v1) + " (" + (pct >= 0 ? "+" : "") + pct.toFixed(1) + "%)</td>";
-    }
-    const state_ = !x ? "new" : !y ? "gone" : x.status === "ok" && y.status !== "ok" ? "now failing" : worst === "bad" ? "regression" : worst === "good" ? "improved" : "same";
-    if (state_ === "regression" || state_ === "now failing") reg++; if (state_ === "improved") imp++;
-    return '<tr><td>' + esc(any.recipe) + ' <button class="linkish" data-trend="' + esc(trendKey(any)) + '" data-conc="' + any.concurrency + '">trend</button></td><td>' + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (state_ === "regression" || state_ === "now failing" ? "bad" : state_ === "improved" ? "good" : "muted") + '">' + state_ + "</td>" + cells + "</tr>"; });
+    const both = x && y && x.status === "ok" && y.status === "ok";
+    const verdicts = CMP.map(([m, higher]) => both ? judge(m, higher, x, y, z, nightValues(y, m, history)) : null);
+    const cells = CMP.map(([m], i) => { const v = verdicts[i], v1 = y && y.status === "ok" ? val(y, m) : null;
+      if (v === null) return '<td class="num muted" data-metric="' + m + '">' + fmt(v1) + "</td>";
+      const verdict = VERDICT(v), cls = verdict === "regression" ? "bad" : verdict === "improvement" ? "good" : "";
+      return '<td class="num ' + cls + '" data-metric="' + m + '" data-verdict="' + verdict + '" title="' + esc(verdictText(v)) + '">' + fmt(v1)
+        + " (" + changeText(v) + (v.significant ? (v.worse ? " ▼" : " ▲") : "") + ')<span class="why">'
+        + esc(noiseText(v)) + "</span></td>"; }).join("");
+    const change = rowChange(x, y, verdicts);
+    if (change === "regression" || change === "now failing") reg++; if (change === "improved") imp++;
+    return '<tr data-key="' + esc(k.split("\u0000").join("|")) + '"><td>' + esc(any.recipe) + ' <button class="linkish" data-trend="' + esc(trendKey(any)) + '" data-conc="' + any.concurrency + '">trend</button></td><td>' + esc(any.workload) + '</td><td class="num">' + any.concurrency + '</td><td class="' + (change === "regression" || change === "now failing" ? "bad" : change === "improved" || change === "fixed" ? "good" : "muted") + '" data-change="' + change + '">' + change + "</td>" + cells + "</tr>"; });
   $("cmp").dataset.rows = String(keys.length);
   $("cmp").innerHTML = "<tr><th>recipe</th><th>workload</th><th>conc</th><th>change</th>" + CMP.map((c) => "<th>" + esc(AX[c[0]] ? AX[c[0]].label : c[0]) + "</th>").join("") + "</tr>" + rowsHtml.join("");
-  $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements (noise ±" + noise + "%)";
+  $("cmp-info").textContent = keys.length + " configurations · " + reg + " regressions · " + imp + " improvements. " + ruleLine(z, base);
 }
 
 // ---------------------------------------------------------------- trend view
@@ -600,7 +673,7 @@ function start() {
   render();
   document.body.dataset.ready = "1";
 }
-window.imx = { state: state, render: render, loadChunk: loadChunk, trend: tstate, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
+window.imx = { state: state, render: render, loadChunk: loadChunk, trend: tstate, trends: TRENDS, openTrend: openTrend, rows: rows, chart: chart, filtered: filtered, slug: slug, catalogHref: catalogHref,
   agentic: ag, agenticRows: AGROWS, agFiltered: agFiltered };
 start();
 })();
