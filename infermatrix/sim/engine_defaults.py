@@ -22,7 +22,7 @@ among the DP ranks, each of which runs its own scheduler with what is left as it
 (``server_args.py``, ``_handle_data_parallelism``: "DP attention is enabled. The chunked prefill
 size is adjusted to ... to avoid MoE kernel issues"): ``// dp_size`` since PR #4390 ("Improve DP
 attention", merged 2025-03-13, which let dp be smaller than tp: 0.4.4), ``// 2`` in the builds
-before it, which also forced dp = tp (0.4.0 to 0.4.3.post4). A disabled chunked prefill (-1)
+before it, which also forced dp = tp (0.4.0 to 0.4.3). A disabled chunked prefill (-1)
 stays disabled: the rank's budget is then ``max_prefill_tokens``, undivided.
 
 vLLM's V0 engine (the default before 0.8.0, when V1 became it) did not chunk prompts of MLA
