@@ -52,8 +52,8 @@ from .spec_cost import host_costs
 from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_name
 
 if TYPE_CHECKING:
+    from .batch_shape import BatchShape
     from .config import SimConfig
-    from .perf import BatchShape
 
 # a number, or an array of them (one per step of a decode phase), and min/max for either
 Num = float | np.ndarray

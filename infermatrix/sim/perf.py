@@ -10,26 +10,13 @@ explains both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from .batch_shape import BatchShape
 from .config import SimConfig
 from .operators import StepModel
 
-
-@dataclass(frozen=True)
-class BatchShape:
-    """Aggregates of one step's batch; what the step model needs and nothing else."""
-
-    tokens: int  # new tokens whose KV is computed (prefill chunks + one per decoding sequence)
-    seqs: int  # sequences in the batch
-    kv_read: int  # sum over sequences of the context attended (prior + new tokens)
-    attn_pairs: float  # sum over new tokens of the positions each attends to
-    draft_tokens: int = 0  # speculative tokens verified on top of ``tokens``
-    # under attention DP, a step that prefills: the aggregates of the rank with the most new
-    # tokens, whose attention-side work (projections, attention, dense MLP) the step waits for
-    busiest: BatchShape | None = None
+__all__ = ["BatchShape", "PerfModel"]
 
 
 class PerfModel:
