@@ -10,11 +10,11 @@ from pathlib import Path
 from .errors import ClientInputError
 from .jsonl import read_jsonl
 from .prompts import exact_ids
-from .session_types import Message, Session, Turn
+from .session_types import Message, Session, StoredSessions, Turn
 from .tokenizer import Tokenizer
 
 
-class MooncakeSource:
+class MooncakeSource(StoredSessions):
     """Mooncake JSONL ``{timestamp, input_length, output_length, hash_ids}``, one request per
     line, replayed as sessions in ``full`` context mode.
 
@@ -80,12 +80,6 @@ class MooncakeSource:
         ]
         if not self.sessions:
             raise ClientInputError(f"{self.path}: the trace has no requests")
-
-    def __len__(self) -> int:
-        return len(self.sessions)
-
-    def session(self, index: int) -> Session:
-        return self.sessions[index % len(self.sessions)]
 
     def _maker(self, lineno: int, isl: int, hash_ids: Sequence[int]) -> Callable[[], list[Message]]:
         def make() -> list[Message]:

@@ -58,3 +58,17 @@ class SessionSource(Protocol):
     def __len__(self) -> int: ...
 
     def session(self, index: int) -> Session: ...
+
+
+class StoredSessions:
+    """A source whose sessions are all read up front (the recorded and Mooncake traces):
+    ``sessions`` is set by the subclass, agents cycle through it."""
+
+    name: str
+    sessions: list[Session]
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+    def session(self, index: int) -> Session:
+        return self.sessions[index % len(self.sessions)]

@@ -8,12 +8,12 @@ from pathlib import Path
 from .errors import ClientInputError
 from .files import read_json
 from .jsonl import read_jsonl
-from .session_types import ContextMode, Session, Turn
+from .session_types import ContextMode, Session, StoredSessions, Turn
 
 MANIFEST_FORMAT = "infermatrix-agentic-trace"
 
 
-class TraceSource:
+class TraceSource(StoredSessions):
     """A manifest (JSON) naming per-task JSONL files of turns::
 
         {"format": "infermatrix-agentic-trace", "version": 1, "context": "delta",
@@ -42,12 +42,6 @@ class TraceSource:
             self.sessions += _read_turns(self.path.parent / file, context)
         if not self.sessions:
             raise ClientInputError(f"{self.path}: the trace set has no turns")
-
-    def __len__(self) -> int:
-        return len(self.sessions)
-
-    def session(self, index: int) -> Session:
-        return self.sessions[index % len(self.sessions)]
 
 
 def _read_turns(path: Path, context: ContextMode) -> list[Session]:

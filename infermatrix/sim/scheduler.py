@@ -119,7 +119,6 @@ class EngineCore:
         # being built
         self.rank_chunk = cfg.rank_tokens
         self.rank_decodes = not cfg.rank_prefill_only
-        self._rank_left: list[int] | None = None
         self.rank_max_seqs = cfg.rank_max_seqs
         self.bs = cfg.block_size
         self.draft = cfg.spec_draft_tokens
@@ -237,8 +236,9 @@ class EngineCore:
                 i += 1
                 continue
             n = left if left < budget else budget
-            if rank_left is not None and (left > 1 or self.rank_decodes):
-                room = rank_left[seq.rank]
+            counted = rank_left is not None and (left > 1 or self.rank_decodes)
+            if counted:
+                room = rank_left[seq.rank]  # type: ignore[index]
                 if room <= 0:  # its rank's budget is spent: next step
                     i += 1
                     continue
@@ -259,8 +259,8 @@ class EngineCore:
                 seq.blocks += pool.allocate(need)  # type: ignore[operator]
             entries.append((seq, n, draft))
             budget -= n
-            if rank_left is not None and (left > 1 or self.rank_decodes):
-                rank_left[seq.rank] -= n
+            if counted:
+                rank_left[seq.rank] -= n  # type: ignore[index]
             i += 1
             tokens += n
             drafts += draft
@@ -276,7 +276,7 @@ class EngineCore:
             kept = 0
         else:
             kept = len(entries)
-            budget = self._admit(entries, budget)
+            budget = self._admit(entries, budget, rank_left)
         if not entries:
             return None
         tokens, drafts, kv_read, pairs, pure = _with_entries(
@@ -289,8 +289,7 @@ class EngineCore:
 
     def _rank_budgets(self) -> list[int] | None:
         """A fresh step's token budget per rank (None without per-rank budgets)."""
-        self._rank_left = [self.rank_chunk] * len(self.pools) if self.rank_chunk else None
-        return self._rank_left
+        return [self.rank_chunk] * len(self.pools) if self.rank_chunk else None
 
     def _schedule_batch(self) -> Step | None:
         """schedule() over the DecodeBatch, or None after leaving it (a step that would not
@@ -307,7 +306,7 @@ class EngineCore:
         if (rank_left is not None and self.rank_decodes
                 and (self.waiting or self.rank_max_seqs > self.rank_chunk)):
             # every decoder takes a token of its rank's budget
-            rank_left = self._rank_left = [
+            rank_left = [
                 left - held for left, held in zip(
                     rank_left, np.bincount(b.rank, minlength=len(pools)).tolist(), strict=True)]
             if min(rank_left) < 0:  # a rank cannot decode all its sequences this step
@@ -326,7 +325,7 @@ class EngineCore:
             b.blocks[grow] += need[grow]
         decoders = list(running)
         admitted: list[tuple[Seq, int, int]] = []
-        self._admit(admitted, budget - m)
+        self._admit(admitted, budget - m, rank_left)
         # every decoder computes one token on top of its context (integer sums: exact)
         kv_read = int(b.computed.sum()) + m
         tokens, drafts, kv_read, pairs, pure = _with_entries(
@@ -496,8 +495,11 @@ class EngineCore:
         draft = self.draft if seq.num_output and computed + n == seq.target else 0
         return computed, n, draft, self.blocks_needed(computed + n + draft) - len(matched)
 
-    def _admit(self, entries: list[tuple[Seq, int, int]], budget: int) -> int:
-        rank_left = self._rank_left
+    def _admit(self, entries: list[tuple[Seq, int, int]], budget: int,
+               rank_left: list[int] | None = None) -> int:
+        """Admit waiting sequences into ``entries`` within ``budget`` tokens (and, under
+        per-rank budgets, what ``rank_left`` leaves each rank, spent as they join); returns
+        the budget left."""
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
             seq = self.waiting[0]
             rank, matched, room = self._place(seq, rank_left)
