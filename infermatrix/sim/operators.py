@@ -71,9 +71,13 @@ class StepModel:
         hw, vendor, dtype = cfg.hardware, cfg.vendor, cfg.matmul_dtype
         tun = cfg.tuning
 
+        # ways tensor parallelism splits the routed experts (1 under expert parallelism): an
+        # engine may pick its MoE kernel by it (data/efficiency.yaml, min_moe_tp)
+        moe_tp = cfg.tp if cfg.ep <= 1 else 1
+
         def row(op: str, dtype: str = "*") -> OperatorRow:
             return t.operator(op, hw, vendor, dtype, tun, cfg.engine, cfg.engine_version,
-                              cfg.rocm_aiter)
+                              cfg.rocm_aiter, moe_tp)
 
         gemm = row("gemm", dtype)
         moe = row("grouped_gemm", dtype)
@@ -116,9 +120,12 @@ class StepModel:
 
         # ---- parameters per layer, split into attention, routed experts and the dense rest
         mla = cfg.attention.startswith("mla")
+        # MLA's down-projections (hidden -> q latent, hidden -> kv latent + rope) are one small
+        # GEMM every GPU of the attention TP group runs whole: vLLM, SGLang and TensorRT-LLM
+        # keep them replicated (ReplicatedLinear / fused_qkv_a_proj), splitting only the heads
+        p_attn_whole = h * (arch.mla_q_lora + arch.mla_latent + arch.mla_rope) if mla else 0.0
         if mla:
-            p_attn = (h * arch.mla_q_lora + arch.mla_q_lora * heads * arch.mla_qk_head
-                      + h * (arch.mla_latent + arch.mla_rope)
+            p_attn = (p_attn_whole + arch.mla_q_lora * heads * arch.mla_qk_head
                       + arch.mla_latent * heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head)
                       + heads * arch.mla_v_head * h)
         else:
@@ -135,8 +142,9 @@ class StepModel:
         # ---- dense GEMMs per layer on one GPU: seconds per token (compute), fixed (memory)
         gemm_flops = peak * gemm.compute_eff
         gemm_bw = bw * gemm.memory_eff
-        self.attn_proj_s_tok = 2 * p_attn / tpa / gemm_flops
-        self.attn_proj_w = p_attn * b / tpa / gemm_bw
+        p_attn_gpu = (p_attn - p_attn_whole) / tpa + p_attn_whole
+        self.attn_proj_s_tok = 2 * p_attn_gpu / gemm_flops
+        self.attn_proj_w = p_attn_gpu * b / gemm_bw
         self.attn_proj_max = max(self.attn_proj_w, (5 if mla else 3) * gemm.floor_us * US)
         # dense MLP / shared experts: split over the attention TP group (replicated per DP rank)
         self.dense_s_tok = 2 * p_dense / tpa / gemm_flops
@@ -283,9 +291,8 @@ class StepModel:
         dense MLP (gate_up, down; its width from the dense parameters a layer holds)."""
         h = cfg.hidden_size
         if mla:
-            self.attn_gemms = [(arch.mla_q_lora / tpa, h),
+            self.attn_gemms = [(arch.mla_q_lora + arch.mla_latent + arch.mla_rope, h),  # whole
                                (heads * arch.mla_qk_head / tpa, arch.mla_q_lora),
-                               ((arch.mla_latent + arch.mla_rope) / tpa, h),
                                (heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head) / tpa,
                                 arch.mla_latent),
                                (h, heads * arch.mla_v_head / tpa)]

@@ -86,6 +86,10 @@ class OperatorRow(_Strict):
     rocm_aiter: bool | None = None
     """AMD: the row describes deployments that run AITER's kernels (True) or the engine's
     generic ones (False); None: either"""
+    min_moe_tp: Annotated[int, Field(ge=2, le=1024)] | None = None
+    """grouped GEMM: the row describes deployments whose routed experts are split at least this
+    many ways by tensor parallelism, without expert parallelism (an engine that picks its MoE
+    kernel by that split); None: any split"""
     compute_eff: Share = 1.0
     memory_eff: Share = 1.0
     floor_us: Micros = 0.0
@@ -254,11 +258,12 @@ class EfficiencyTables(_Strict):
 
     def operator(self, op: str, hardware: str, vendor: str, dtype: str = "*",
                  fallback: Tuning = DEFAULT_TUNING, engine: str | None = None,
-                 engine_version: str | None = None, rocm_aiter: bool = True) -> OperatorRow:
+                 engine_version: str | None = None, rocm_aiter: bool = True,
+                 moe_tp: int = 1) -> OperatorRow:
         """The most specific row for ``op`` on this hardware and dtype (and, where a row names
         one, this engine's builds from its ``since`` version on and older than its ``before``
-        one, and with or without AITER's kernels); for hardware no row covers, a row made of
-        tuning.py's defaults."""
+        one, with or without AITER's kernels, and for routed experts split ``moe_tp`` ways by
+        tensor parallelism, 1 under expert parallelism); for hardware no row covers, a row made of tuning.py's defaults."""
         version = release(engine_version)
         best: tuple[int, OperatorRow] | None = None
         for row in self.operators:
@@ -279,11 +284,13 @@ class EfficiencyTables(_Strict):
                 continue
             if row.rocm_aiter is not None and row.rocm_aiter != rocm_aiter:
                 continue
+            if row.min_moe_tp is not None and moe_tp < row.min_moe_tp:
+                continue
             # an engine's dated rows (since or before a version) beat its undated ones
             dated = row.since is not None or row.before is not None
             engine_score = (row.engine != "*") + dated
-            score = (2 * (3 * (hw_score * 2 + (row.dtype != "*")) + engine_score)
-                     + (row.rocm_aiter is not None))
+            score = (4 * (3 * (hw_score * 2 + (row.dtype != "*")) + engine_score)
+                     + (row.rocm_aiter is not None) + (row.min_moe_tp is not None))
             if best is None or score > best[0]:
                 best = (score, row)
         return best[1] if best else _tuning_row(op, fallback)
@@ -302,6 +309,8 @@ class EfficiencyTables(_Strict):
 
 
 FITTED = re.compile(r"calibrat|fitted", re.IGNORECASE)
+# fields that say which deployments a row describes, not how fast they run
+SELECTORS = frozenset({"min_moe_tp"})
 
 
 def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]]:
@@ -313,13 +322,14 @@ def table_numbers(tables: EfficiencyTables) -> list[tuple[str, str, float, bool]
         (f"operators: {r.op} {r.hardware} {r.dtype}" + (f" {r.engine}" if r.engine != "*" else "")
          + (f" since {r.since}" if r.since else "")
          + (f" before {r.before}" if r.before else "")
-         + ("" if r.rocm_aiter is None else f" aiter={r.rocm_aiter}"), r) for r in tables.operators]
+         + ("" if r.rocm_aiter is None else f" aiter={r.rocm_aiter}")
+         + ("" if r.min_moe_tp is None else f" moe_tp>={r.min_moe_tp}"), r) for r in tables.operators]
     rows += [(f"fabrics: {k}", v) for k, v in tables.fabrics.items()]
     rows += [(f"engines: {k}", v) for k, v in tables.engines.items()]
     rows += [(f"acceptance: {a.method} {a.dataset}", a) for a in tables.acceptance]
     out = []
     for name, row in rows:
-        for field in sorted(row.model_fields_set):
+        for field in sorted(row.model_fields_set - SELECTORS):
             value = getattr(row, field)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out.append((name, field, float(value), bool(FITTED.search(row.source))))

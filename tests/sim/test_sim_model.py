@@ -169,6 +169,56 @@ def test_the_early_2025_triton_moe_takes_the_time_vllm_measured() -> None:
         assert new._moe_layer(tokens) < 0.6 * measured
 
 
+def test_vllm_runs_tritons_moe_where_tp_splits_the_experts_8_ways_from_0_12() -> None:
+    """vLLM PR #29346 (v0.12.0): block-FP8 experts split 8 or more ways by tensor parallelism
+    leave DeepGEMM's grouped GEMM for Triton's fused MoE, SGLang's kernel. Earlier builds,
+    smaller splits and expert parallelism keep the DeepGEMM (undated) row; a decoding MoE layer
+    streams its experts about twice as fast on the Triton row."""
+    t = default_tables()
+
+    def since(version: str, moe_tp: int) -> str | None:
+        return t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine="vllm",
+                          engine_version=version, moe_tp=moe_tp).since
+    assert since("0.13.0", 8) == since("0.12.0", 16) == "0.12.0"
+    assert since("0.13.0", 4) is since("0.11.0", 8) is since("0.13.0", 1) is None
+    assert t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine="sglang",
+                      engine_version="0.5.12", moe_tp=8).since == "0.5.9"
+
+    def moe(version: str, **kw: int) -> float:
+        cfg = config("H200", model="deepseek-r1-0528", tp=8, engine="vllm",
+                     engine_version=version, **kw)
+        return StepModel(cfg)._moe_layer(64)
+    assert moe("0.13.0") < 0.6 * moe("0.11.0")
+    assert moe("0.13.0", ep=8) == moe("0.11.0", ep=8)
+
+
+def test_mla_down_projections_run_whole_on_every_gpu() -> None:
+    """DeepSeek's query and KV down-projections (hidden -> 1,536 and -> 512 + 64) are not split
+    by tensor parallelism (engines replicate them); only the heads' projections are. So a TP8
+    GPU streams 2,112 x 7,168 of them whole plus an eighth of the rest."""
+    arch = default_tables().architectures
+    whole = 7168 * (arch.mla_q_lora + arch.mla_latent + arch.mla_rope)
+
+    def weights(tp: int) -> float:  # B200: no measured profile, the table path
+        return StepModel(config("B200", model="deepseek-r1-0528", precision="nvfp4", tp=tp)).attn_proj_w
+    # weights(tp) = (split / tp + whole) x seconds a parameter: solve for the two parts
+    four, eight = weights(4), weights(8)
+    split, kept = 8 * (four - eight), 2 * eight - four
+    assert kept / (kept + split) == pytest.approx(whole / (whole + _mla_split_params(arch)),
+                                                  rel=1e-9)
+    # the measured-profile path multiplies the same whole GEMM on every GPU
+    fit = StepModel(config("H200", model="deepseek-r1-0528", tp=8))
+    assert fit.attn_gemms[0] == (arch.mla_q_lora + arch.mla_latent + arch.mla_rope, 7168)
+
+
+def _mla_split_params(arch) -> float:  # type: ignore[no-untyped-def]
+    """DeepSeek-V3's per-head projections of one layer: q up, kv up, output (128 heads)."""
+    heads = 128
+    return (arch.mla_q_lora * heads * arch.mla_qk_head
+            + arch.mla_latent * heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head)
+            + heads * arch.mla_v_head * 7168)
+
+
 def test_overrides_replace_the_recipes_speculative_decoding() -> None:
     cfg = SimConfig.from_recipe(catalog(), DEP8, spec_draft_tokens=1, spec_acceptance=0.5)
     assert (cfg.spec_draft_tokens, cfg.spec_acceptance) == (1, 0.5)
