@@ -23,73 +23,32 @@ carries the aggregates of its busiest rank (the most new tokens) for the step mo
 
 The core is clock-free: ``schedule()`` returns a step, the caller decides how long it takes and
 when it ends, then ``finish()`` applies it. Real-time and virtual-time drivers share it.
+
+The sequences and their KV blocks are kv_residency.py's, admission admission.py's: this class
+builds on them.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from itertools import compress
 
 import numpy as np
 
+from .admission import Admission
 from .batch_shape import BatchShape
 from .config import SimConfig
 from .decode_batch import MIN_SEQS, DecodeBatch, is_quiet_decoder
 from .perf import PerfModel
-from .prefix_cache import BlockPool, RankPools
 from .seq import Seq
 from .step import Step, busiest_rank, shape_sums
 
-# Keep this share of blocks free when admitting, so running decodes rarely have to preempt.
-ADMISSION_WATERMARK = 0.01
-# salt of the cache identities a preempted sequence gives its own blocks (see _keep_cached)
-PREEMPTED = "preempted"
 
-
-class EngineCore:
+class EngineCore(Admission):
     def __init__(self, cfg: SimConfig, perf: PerfModel | None = None):
-        self.cfg = cfg
-        self.perf = perf or PerfModel(cfg)
-        ranks = cfg.kv_ranks
-        self.pools = [BlockPool(cfg.num_blocks // ranks, cfg.block_size, cfg.prefix_caching)
-                      for _ in range(ranks)]
-        self.pool = RankPools(self.pools)  # the instance's view (metrics, router, resets)
-        self.rank_seqs = [0] * ranks  # running sequences per rank
-        self.step_tokens = cfg.step_tokens  # the instance's token budget a step
-        # under attention DP: tokens each rank takes a step at most (0: no such budget),
-        # whether decoders draw on it (not SGLang's), and what is left of it in the step
-        # being built
-        self.rank_chunk = cfg.rank_tokens
-        self.rank_decodes = not cfg.rank_prefill_only
-        self.rank_max_seqs = cfg.rank_max_seqs
-        self.bs = cfg.block_size
-        self.draft = cfg.spec_draft_tokens
-        # expected accepted draft tokens per step (chain acceptance a + a² + … + a^k)
-        a = cfg.spec_acceptance
-        self.accept_mean = sum(a ** i for i in range(1, self.draft + 1))
-        self.waiting: deque[Seq] = deque()
-        self.running: list[Seq] = []
-        self.watermark = int(cfg.num_blocks // ranks * ADMISSION_WATERMARK)  # per rank
-        # TensorRT-LLM GUARANTEED_NO_EVICT: blocks reserved to completion by the running
-        # sequences of each rank, against the rank's whole pool
-        self.reserve = cfg.reserve_to_completion
-        # SGLang without mixed chunks: a step that prefills runs no decodes (see _prefill_step)
-        self.prefill_alone = cfg.prefill_alone
-        self.whole = cfg.whole_prompts
-        self.rank_reserved = [0] * ranks
-        self.rank_blocks = cfg.num_blocks // ranks
+        super().__init__(cfg, perf)
         self._batch: DecodeBatch | None = None  # the running decoders as arrays (decode_batch)
-        # sequences the last schedule() admitted whose first token is due now (first_on_admit):
-        # the caller, which knows the time, hands it to their sinks
-        self.joined: list[Seq] = []
-        # counters for /metrics
-        self.prompt_tokens_total = 0
-        self.generation_tokens_total = 0
-        self.preemptions_total = 0
-        self.finished_total = 0
-        self.steps_total = 0
 
     # ------------------------------------------------------------------ intake
 
@@ -116,9 +75,6 @@ class EngineCore:
     @property
     def load(self) -> int:
         return len(self.running) + len(self.waiting)
-
-    def blocks_needed(self, tokens: int) -> int:
-        return -(-tokens // self.bs)
 
     # ------------------------------------------------------------------ one step
 
@@ -231,10 +187,6 @@ class EngineCore:
         return Step(entries, BatchShape(tokens, len(entries), kv_read, pairs, drafts, busiest),
                     pure)
 
-    def _rank_budgets(self) -> list[int] | None:
-        """A fresh step's token budget per rank (None without per-rank budgets)."""
-        return [self.rank_chunk] * len(self.pools) if self.rank_chunk else None
-
     def _schedule_batch(self) -> Step | None:
         """schedule() over the DecodeBatch, or None after leaving it (a step that would not
         give every decoder its token, or would preempt, is schedule()'s to make)."""
@@ -340,174 +292,6 @@ class EngineCore:
         if len(self.running) < MIN_SEQS:
             self.leave_batch()
 
-    def _last_on_rank(self, rank: int) -> Seq:
-        running = self.running
-        if len(self.pools) == 1:
-            return running[-1]
-        return next(s for s in reversed(running) if s.rank == rank)
-
-    def _matched(self, seq: Seq, pool: BlockPool) -> list[int]:
-        """The cached blocks ``seq`` can reuse from ``pool``: short of its whole context, since
-        at least one token must be computed to sample from."""
-        if seq.remote_kv and not seq.admitted:
-            return []
-        matched = pool.match(seq.hashes) if seq.hashes else []
-        while matched and len(matched) * self.bs >= seq.target:
-            matched.pop()
-        return matched
-
-    def _place(self, seq: Seq, rank_left: list[int] | None = None) -> tuple[int, list[int], bool]:
-        """The attention-DP rank for a sequence being admitted, its cached blocks there and
-        whether the rank has room for it (``_room``): among ranks with room, the longest cached
-        prefix (a conversation stays with its rank even when that rank spent this step's
-        budget: it waits for the next), then token budget left this step (given
-        ``rank_left``), then the fewest sequences, then the most free blocks."""
-        need = self.blocks_needed(seq.target)
-        best: tuple[tuple[bool, int, bool, int, int], int, list[int]] | None = None
-        for r, pool in enumerate(self.pools):
-            matched = self._matched(seq, pool)
-            free = pool.free_blocks
-            key = (self._room(r, seq, matched, need, free), len(matched),
-                   rank_left is None or rank_left[r] > 0, -self.rank_seqs[r], free)
-            if best is None or key > best[0]:
-                best = (key, r, matched)
-        assert best is not None
-        return best[1], best[2], best[0][0]
-
-    def _room(self, r: int, seq: Seq, matched: list[int], need: int, free: int) -> bool:
-        """Whether rank ``r`` (``free`` blocks free) can take ``seq`` (``need`` blocks for its
-        target): below its batch limit, with those blocks free above the watermark, and under
-        reserve_to_completion with its whole prompt + output reserved besides what the running
-        sequences reserved."""
-        if self.rank_seqs[r] >= self.rank_max_seqs:
-            return False
-        return (free - need + len(matched) >= self.watermark
-                and (not self.reserve or not self.rank_seqs[r]
-                     or self.rank_reserved[r] + self._to_completion(seq, matched) <= self.rank_blocks))
-
-    def _to_completion(self, seq: Seq, matched: list[int]) -> int:
-        """Blocks a sequence reserves at admission: its whole prompt + output, less the cached
-        prefix it shares."""
-        return self.blocks_needed(seq.prompt_len + seq.max_tokens) - len(matched)
-
-    def _leave_rank(self, seq: Seq) -> None:
-        self.rank_seqs[seq.rank] -= 1
-        self.rank_reserved[seq.rank] -= seq.reserved
-        seq.reserved = 0
-
-    def could_admit(self) -> bool:
-        """Whether the head of the queue could join the batch at a step of a decode phase
-        (every running sequence decodes, none leaves). Under reserve_to_completion a
-        reservation frees only when a sequence leaves. Otherwise a rank admits when it is
-        empty, or when the head's first chunk fits above the watermark (``_admit``'s test). In
-        a phase blocks are only allocated, so a rank that fails that test now fails it at
-        every step of the phase: a full KV pool does not cut a phase into single steps."""
-        if not self.waiting or len(self.running) >= self.cfg.max_num_seqs:
-            return False
-        seq = self.waiting[0]
-        if self.reserve:
-            return self._place(seq)[2]
-        budget = self.step_tokens
-        if not self.prefill_alone:
-            budget -= len(self.running)  # decoders take 1 each
-        for r, pool in enumerate(self.pools):
-            chunk = budget
-            if self.rank_chunk:  # the rank's own budget, less its decoders where they count
-                chunk = min(chunk, self.rank_chunk - self.rank_seqs[r] * self.rank_decodes)
-            if self.rank_seqs[r] >= self.rank_max_seqs or chunk <= 0:
-                continue
-            matched = self._matched(seq, pool)
-            if self._chunk_fits(r, pool, matched, self._first_chunk(seq, matched, chunk)[3]):
-                return True
-        return False
-
-    def _chunk_fits(self, rank: int, pool: BlockPool, matched: list[int], need: int) -> bool:
-        """Whether ``rank`` takes a first chunk needing ``need`` fresh blocks besides its
-        cached ``matched`` ones: an empty rank always, another above the watermark."""
-        return not self.rank_seqs[rank] or pool.free_after_acquire(matched) - need >= self.watermark
-
-    def _first_chunk(self, seq: Seq, matched: list[int], budget: int
-                     ) -> tuple[int, int, int, int]:
-        """What admitting ``seq`` computes at once: its computed tokens (a cached prefix, a
-        warm start or remote KV), its first chunk's tokens, its draft tokens, and the fresh
-        blocks they need."""
-        if seq.remote_kv and not seq.admitted:
-            computed = seq.prompt_len + seq.num_output - 1
-        else:
-            computed = max(len(matched) * self.bs, min(seq.warm, seq.target - 1))
-        n = min(seq.target - computed, budget)
-        draft = self.draft if seq.num_output and computed + n == seq.target else 0
-        return computed, n, draft, self.blocks_needed(computed + n + draft) - len(matched)
-
-    def _admit(self, entries: list[tuple[Seq, int, int]], budget: int,
-               rank_left: list[int] | None = None) -> int:
-        """Admit waiting sequences into ``entries`` within ``budget`` tokens (and, under
-        per-rank budgets, what ``rank_left`` leaves each rank, spent as they join); returns
-        the budget left."""
-        while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
-            seq = self.waiting[0]
-            rank, matched, room = self._place(seq, rank_left)
-            if self.rank_seqs[rank] >= self.rank_max_seqs:
-                break  # every rank is full
-            if self.reserve and not room:
-                break  # no rank can reserve its KV to completion: wait for one to finish
-            chunk = budget
-            if rank_left is not None:
-                chunk = min(budget, rank_left[rank])
-                if chunk <= 0:
-                    break  # its rank took its budget this step: the next one
-            pool = self.pools[rank]
-            seq.num_computed, n, draft, need = self._first_chunk(seq, matched, chunk)
-            if self.whole and entries and seq.num_computed + n < seq.target:
-                seq.num_computed = 0  # its whole prompt does not fit what is left of the step
-                break
-            if not self._chunk_fits(rank, pool, matched, need):
-                seq.num_computed = 0  # (checked before acquiring: the usual way to stop)
-                break
-            pool.acquire(matched)
-            fresh = pool.allocate(need)
-            if fresh is None:
-                pool.release(matched)
-                seq.num_computed = 0
-                break
-            self.waiting.popleft()
-            seq.rank = rank
-            self.rank_seqs[rank] += 1
-            if self.reserve:
-                seq.reserved = self._to_completion(seq, matched)
-                self.rank_reserved[rank] += seq.reserved
-            if not seq.admitted:
-                seq.admitted = True
-                if seq.first_on_admit:
-                    self.joined.append(seq)
-                seq.cached_tokens = len(matched) * self.bs
-                if seq.hashes:
-                    pool.record_lookup(seq.prompt_len, seq.cached_tokens)
-                if seq.warm:  # reported as the engine would: a prefix it did not compute
-                    seq.cached_tokens, seq.warm = max(seq.cached_tokens, seq.num_computed), 0
-                self.prompt_tokens_total += seq.prompt_len
-            seq.blocks = matched + fresh
-            seq.committed = len(matched)
-            self.running.append(seq)
-            entries.append((seq, n, draft))
-            budget -= n
-            if rank_left is not None:
-                rank_left[rank] -= n
-        return budget
-
-    def _preempt(self, seq: Seq) -> None:
-        self.running.remove(seq)
-        pool = self.pools[seq.rank]
-        self._keep_cached(seq, pool)
-        pool.release(seq.blocks)
-        self._leave_rank(seq)
-        seq.blocks = []
-        seq.num_computed = 0
-        seq.committed = 0
-        seq.remote_kv = False  # its KV is gone: recompute locally
-        seq.preemptions += 1
-        self.preemptions_total += 1
-        self.waiting.appendleft(seq)
 
     def finish(self, step: Step, t: float) -> None:
         """Apply a step that ended at ``t``: advance every sequence, emit tokens, free the done."""
@@ -559,45 +343,6 @@ class EngineCore:
         if finished:
             self._reap(finished)
 
-    def _commit(self, seq: Seq) -> None:
-        full = min(seq.num_computed // self.bs, len(seq.hashes))
-        if full > seq.committed:
-            done = seq.committed
-            self.pools[seq.rank].commit_many(seq.blocks[done:full], seq.hashes[done:full])
-            seq.committed = full
-
-    def _keep_cached(self, seq: Seq, pool: BlockPool) -> None:
-        """A preempted sequence's computed full blocks stay in the prefix cache, evictable, as
-        a freed request's blocks do in vLLM (docs, design "Automatic Prefix Caching": freed
-        blocks join the free queue still hashed, evicted least recently used first) and in
-        SGLang's radix cache: back in, it recomputes only what was evicted meanwhile. Blocks
-        past its prompt's own identity (a prompt without hashes, generated tokens) get hashes
-        of this sequence alone."""
-        full = min(seq.num_computed // self.bs, len(seq.blocks))
-        if not pool.caching or full <= seq.committed:
-            return
-        if len(seq.hashes) < full:
-            seq.hashes = (*seq.hashes,
-                          *(hash((PREEMPTED, seq.rid, j)) for j in range(len(seq.hashes), full)))
-        self._commit(seq)  # its full blocks, each under its hash
-
-    def _free(self, finished: list[Seq]) -> None:
-        """Give the finished sequences' blocks back to their ranks' pools, in order."""
-        for seq in finished:
-            self.pools[seq.rank].release(seq.blocks)
-            self._leave_rank(seq)
-            seq.blocks = []
-            self.finished_total += 1
-
-    def _reap(self, finished: list[Seq]) -> None:
-        """Free the sequences that finished (``finished``: in running order, as the blocks
-        go back in that order) and take them out of the running list."""
-        self._free(finished)
-        if len(finished) > 8:
-            self.running = [s for s in self.running if not s.done]
-        else:
-            for seq in finished:
-                self.running.remove(seq)  # by identity: Seq has no __eq__
 
     # ------------------------------------------------------------------ virtual-time fast path
     #
