@@ -9,10 +9,10 @@ token times, no update callback), their counters live here instead, aligned with
 ``EngineCore.running``: tokens computed, tokens output, draft credit and blocks held. The
 sequences' own fields are stale meanwhile and are written back whenever something else must
 read them (``EngineCore.leave_batch``): a phase, an abort, a preemption, a sequence that is not
-a decoder, a token budget too small for the batch. A step applied here gives exactly what
-``EngineCore.schedule`` and ``EngineCore.finish`` give one sequence at a time (same blocks in
-the same order, same float operations on the credit, same order of sinks); a step that would
-preempt is left to them.
+a decoder, a token budget too small for the batch. A step applied over these arrays
+(decode_batch_steps.py) gives exactly what ``EngineCore.schedule`` and ``EngineCore.finish``
+give one sequence at a time (same blocks in the same order, same float operations on the
+credit, same order of sinks); a step that would preempt is left to them.
 """
 
 from __future__ import annotations

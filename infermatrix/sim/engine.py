@@ -25,7 +25,9 @@ from .config import SimConfig
 from .perf import PerfModel
 from .recv import RecvSkipper
 from .router import Router
-from .scheduler import EngineCore, Seq, Step
+from .scheduler import EngineCore
+from .seq import Seq
+from .step import Step
 
 # Engines whose prefill/decode router streams the client the decode server's answer, the
 # prefill's sampled token included, so the first token arrives when the decode pool admits

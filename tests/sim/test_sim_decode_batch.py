@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sim_helpers import catalog, config
 
-import infermatrix.sim.scheduler as scheduler
+import infermatrix.sim.decode_batch_steps as batch_steps
 from infermatrix.sim import SimConfig, SimRequest, segment_hashes, simulate
 
 
@@ -48,7 +48,7 @@ CASES = [
 
 def _run(cfg: SimConfig, reqs: list[SimRequest], monkeypatch: Any, min_seqs: int) -> tuple[Any, int]:
     built = 0
-    real = scheduler.DecodeBatch
+    real = batch_steps.DecodeBatch
 
     class Counted(real):  # type: ignore[misc, valid-type]
         def __init__(self, seqs: Any) -> None:
@@ -57,8 +57,8 @@ def _run(cfg: SimConfig, reqs: list[SimRequest], monkeypatch: Any, min_seqs: int
             super().__init__(seqs)
 
     with monkeypatch.context() as m:
-        m.setattr(scheduler, "MIN_SEQS", min_seqs)
-        m.setattr(scheduler, "DecodeBatch", Counted)
+        m.setattr(batch_steps, "MIN_SEQS", min_seqs)
+        m.setattr(batch_steps, "DecodeBatch", Counted)
         run = simulate(cfg, reqs, record_token_times=False)
     return run, built
 
@@ -69,7 +69,7 @@ def test_decode_batch_equals_one_sequence_at_a_time(name: str, make: Any, lanes:
                                                     min_seqs: int | None, monkeypatch: Any) -> None:
     cfg = make()
     reqs = _chains(lanes, turns, cfg.block_size)
-    batched, built = _run(cfg, reqs, monkeypatch, min_seqs or scheduler.MIN_SEQS)
+    batched, built = _run(cfg, reqs, monkeypatch, min_seqs or batch_steps.MIN_SEQS)
     plain, none = _run(cfg, reqs, monkeypatch, 10**9)
     assert built > 0 and none == 0  # the batch was used, and only where it was allowed
     assert batched.steps == plain.steps and batched.preemptions == plain.preemptions
@@ -89,8 +89,8 @@ def test_streamed_requests_never_use_the_batch(monkeypatch: Any) -> None:
     cfg = config("H200", tp=4, max_num_seqs=256)
     reqs = [SimRequest(300, 60 + i % 40, arrival=0.001 * i) for i in range(200)]
     with monkeypatch.context() as m:
-        m.setattr(scheduler, "MIN_SEQS", 2)
+        m.setattr(batch_steps, "MIN_SEQS", 2)
         built = []
-        m.setattr(scheduler, "DecodeBatch", lambda seqs: built.append(1))
+        m.setattr(batch_steps, "DecodeBatch", lambda seqs: built.append(1))
         run = simulate(cfg, reqs, record_token_times=True)
     assert not built and all(len(r.token_times) == r.completion_tokens for r in run.results)

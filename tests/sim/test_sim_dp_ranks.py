@@ -13,8 +13,9 @@ from sim_helpers import catalog
 
 from infermatrix.sim import SimConfig, segment_hashes
 from infermatrix.sim.perf import BatchShape, PerfModel
-from infermatrix.sim.scheduler import EngineCore, Step
+from infermatrix.sim.scheduler import EngineCore
 from infermatrix.sim.seq import Seq
+from infermatrix.sim.step import Step
 
 
 def _r1(engine: str = "sglang", version: str = "0.5.6", **kw: Any) -> SimConfig:
