@@ -824,6 +824,3 @@ def _kv_transfer_bw(prefill: SimConfig, decode: SimConfig) -> float:
     per_lane = decode.tuning.inter_node_gbps * GB if fabric == "infiniband" else decode.scale_up_bw
     return per_lane * lanes * default_tables().fabrics[fabric].bw_eff
 
-
-def blocks_for(tokens: int, block_size: int) -> int:
-    return math.ceil(tokens / block_size)
