@@ -28,6 +28,7 @@ from .errors import SimConfigError
 from .names import precision_name, resolve
 from .prefill_graphs import graphed_prefill_tokens
 from .profiles import ProfileError, profile_path
+from .router import canonical_policy
 from .tables import default_tables, fabric_name, release
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -60,23 +61,6 @@ def engine_reserve(engine: str, tp: int) -> float:
 # engines whose max batch size / token budget count per attention-DP rank (TensorRT-LLM
 # max_batch_size and max_num_tokens; vLLM runs one engine core per DP rank)
 PER_RANK_ENGINES = ("trtllm", "vllm")
-ROUTER_POLICIES = ("round_robin", "least_loaded", "cache_aware", "session", "random", "power_of_two")
-# router policy names as recipes spell them (sglang-router, vllm-router, trtllm, dynamo)
-POLICY_ALIASES = {
-    "round_robin": "round_robin", "roundrobin": "round_robin", "rr": "round_robin",
-    "least_loaded": "least_loaded", "load_balancing": "least_loaded", "least_request": "least_loaded",
-    "cache_aware": "cache_aware", "kv_cache_aware": "cache_aware", "kv": "cache_aware",
-    "prefix_aware": "cache_aware",
-    "session": "session", "conversation": "session", "consistent_hash": "session",
-    "random": "random", "power_of_two": "power_of_two",
-}
-
-
-def canonical_policy(name: str) -> str:
-    key = name.strip().lower().replace("-", "_")
-    if key not in POLICY_ALIASES:
-        raise SimConfigError(f"unknown router policy {name!r} (known: {', '.join(ROUTER_POLICIES)})")
-    return POLICY_ALIASES[key]
 
 
 @dataclass(frozen=True)
