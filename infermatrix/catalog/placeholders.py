@@ -4,7 +4,7 @@ NODE_i, a fleet's env facts, a recipe's ``params``. (A recipe family's ``${axis}
 are lower case and resolved when the family is loaded: not placeholders.)
 
 The schema lists a recipe's names, the renderer substitutes them (``engines/flags.py``), the
-simulator resolves the engine knobs it reads (``sim/config.py``): all through this module.
+simulator resolves the engine knobs it reads (``sim/engine_args.py``): all through this module.
 """
 
 from __future__ import annotations

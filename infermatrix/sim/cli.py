@@ -24,9 +24,10 @@ from ..argtypes import bounded_float, bounded_int
 from ..catalog.loader import load_catalog
 from ..catalog.yamlsrc import CatalogError
 from . import profile_cli
-from .config import ROUTER_POLICIES, SimConfig, SimConfigError
+from .config import SimConfig, SimConfigError
 from .faults import FaultError
 from .profiles import ProfileError
+from .router import ROUTER_POLICIES
 from .tokens import TokenizerError
 from .tuning import Tuning
 

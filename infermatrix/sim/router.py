@@ -17,6 +17,28 @@ import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
+from .errors import SimConfigError
+
+ROUTER_POLICIES = ("round_robin", "least_loaded", "cache_aware", "session", "random", "power_of_two")
+# router policy names as recipes spell them (sglang-router, vllm-router, trtllm, dynamo)
+POLICY_ALIASES = {
+    "round_robin": "round_robin", "roundrobin": "round_robin", "rr": "round_robin",
+    "least_loaded": "least_loaded", "load_balancing": "least_loaded", "least_request": "least_loaded",
+    "cache_aware": "cache_aware", "kv_cache_aware": "cache_aware", "kv": "cache_aware",
+    "prefix_aware": "cache_aware",
+    "session": "session", "conversation": "session", "consistent_hash": "session",
+    "random": "random", "power_of_two": "power_of_two",
+}
+
+
+def canonical_policy(name: str) -> str:
+    """The policy a recipe's name (or alias) for it means."""
+    key = name.strip().lower().replace("-", "_")
+    if key not in POLICY_ALIASES:
+        raise SimConfigError(f"unknown router policy {name!r} (known: {', '.join(ROUTER_POLICIES)})")
+    return POLICY_ALIASES[key]
+
+
 # cache_aware gives up on its best match when that instance has this many more requests than
 # the least loaded one (and this many times as many): a hot prefix must not pin all traffic.
 BALANCE_ABS = 32

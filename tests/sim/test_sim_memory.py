@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from sim_helpers import catalog
 
-from infermatrix.sim.config import GIB, SimConfig
+from infermatrix.sim.config import SimConfig
+from infermatrix.sim.engine_defaults import GIB
 
 
 @pytest.mark.parametrize(("tp", "published_kv_gib"), [(1, 53.29), (2, 71.29 - 7.48 - 3.58 - 1.26)])

@@ -12,8 +12,8 @@ import pytest
 from sim_helpers import assert_phases_match_steps, catalog, config
 
 from infermatrix.sim import SimConfig, SimRequest, simulate
-from infermatrix.sim.config import _engine_knobs
 from infermatrix.sim.engine import lagged_intake
+from infermatrix.sim.engine_args import engine_knobs
 
 
 def _cfg(engine: str, **kw: Any) -> SimConfig:
@@ -88,11 +88,11 @@ def test_a_closed_loop_ttft_grows_by_about_a_decode_step() -> None:
 def test_the_launch_args_turn_it_off() -> None:
     recipe = catalog().recipes["deepseek-r1-0528/b200-sglang-fp8"]
     pool = recipe.topology.pools[0]
-    assert "overlap_intake" not in _engine_knobs(recipe, pool, recipe.params)
+    assert "overlap_intake" not in engine_knobs(recipe, pool, recipe.params)
     off = pool.model_copy(update={"args": {**pool.args, "disable-overlap-schedule": True}})
-    assert _engine_knobs(recipe, off, recipe.params)["overlap_intake"] is False
+    assert engine_knobs(recipe, off, recipe.params)["overlap_intake"] is False
     trt = pool.model_copy(update={"args": {}, "config": {"disable_overlap_scheduler": True}})
-    assert _engine_knobs(recipe, trt, recipe.params)["overlap_intake"] is False
+    assert engine_knobs(recipe, trt, recipe.params)["overlap_intake"] is False
 
 
 @pytest.mark.parametrize("engine,steps", [("vllm", 1), ("trtllm", 2), ("sglang", 2)])

@@ -10,7 +10,7 @@ import pytest
 from sim_helpers import catalog, config
 
 from infermatrix.sim import SimConfig
-from infermatrix.sim.config import _engine_knobs  # noqa: PLC2701
+from infermatrix.sim.engine_args import engine_knobs
 from infermatrix.sim.operators import StepModel
 from infermatrix.sim.prefill_graphs import graphed_prefill_tokens
 from infermatrix.sim.tables import default_tables
@@ -119,7 +119,7 @@ def test_recipe_flags_switch_prefill_graphs() -> None:
     pool = recipe.topology.pools[0]
 
     def knobs(args: dict[str, Any], cfg: dict[str, Any] | None = None) -> dict[str, Any]:
-        return _engine_knobs(recipe, pool.model_copy(update={"args": args, "config": cfg or {}}), {})
+        return engine_knobs(recipe, pool.model_copy(update={"args": args, "config": cfg or {}}), {})
 
     assert knobs({"--disable-piecewise-cuda-graph": True})["prefill_graphs"] is False
     assert knobs({"--enable-torch-compile": True})["prefill_graphs"] is False  # full compile

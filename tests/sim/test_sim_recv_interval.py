@@ -10,7 +10,7 @@ import pytest
 from sim_helpers import assert_phases_match_steps, catalog, config
 
 from infermatrix.sim import SimConfig, SimRequest, simulate
-from infermatrix.sim.config import _engine_knobs
+from infermatrix.sim.engine_args import engine_knobs
 from infermatrix.sim.recv import RecvSkipper
 
 
@@ -77,7 +77,7 @@ def test_decode_phases_take_requests_in_where_stepping_does(every: int) -> None:
 def test_the_launch_arg_sets_it() -> None:
     recipe = catalog().recipes["deepseek-r1-0528/b200-sglang-fp8"]
     pool = recipe.topology.pools[0]
-    assert "recv_interval" not in _engine_knobs(recipe, pool, recipe.params)
+    assert "recv_interval" not in engine_knobs(recipe, pool, recipe.params)
     polled = pool.model_copy(update={"args": {**pool.args, "scheduler-recv-interval": "${N}"}})
-    assert _engine_knobs(recipe, polled, {**recipe.params, "N": 30})["recv_interval"] == 30
+    assert engine_knobs(recipe, polled, {**recipe.params, "N": 30})["recv_interval"] == 30
     assert _sglang(30).summary()["recv_interval"] == 30
