@@ -170,6 +170,11 @@ class StepModel:
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             # the activation between the two grouped GEMMs: gate and up read, product written
             self.moe_act_s_assign = 3 * p_expert / (3 * h) * ACT_BYTES / G / (bw * elem.memory_eff)
+            # the combine: each (token, expert) pair's down projection is written at the full
+            # hidden width and read back to sum a token's k pairs (vLLM's and SGLang's fused
+            # MoE: intermediate_cache3 of (tokens, k, hidden), then moe_sum). TP-split experts
+            # give every GPU every pair (partial sums); EP gives each its own pairs.
+            self.moe_act_s_assign += 2 * h * ACT_BYTES / max(cfg.ep, 1) / (bw * elem.memory_eff)
             self.moe_skew = moe.imbalance if cfg.ep > 1 else 1.0
             self.ep_ranks = cfg.ep
             self.ep_log2 = 2.0 * math.log(max(cfg.ep, 1))

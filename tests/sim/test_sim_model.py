@@ -219,6 +219,21 @@ def _mla_split_params(arch) -> float:  # type: ignore[no-untyped-def]
             + heads * arch.mla_v_head * 7168)
 
 
+def test_the_moe_combine_writes_and_reads_each_pairs_hidden_state() -> None:
+    """Summing a token's k expert outputs: each (token, expert) pair's down projection is
+    written at the full hidden width (7,168 for DeepSeek) and read back, 2 x 7,168 x 2 bytes a
+    pair. Experts split by TP give every GPU every pair; EP8 gives each an eighth of them.
+    A 8K-token prefill step at TP8 pays it in every MoE layer."""
+    def model(**kw: int) -> StepModel:
+        return StepModel(config("H200", model="deepseek-r1-0528", tp=8, **kw))
+    tp, ep = model(), model(ep=8)
+    elem = default_tables().operator("elementwise", "H200", "nvidia")
+    pair_s = 2 * 7168 * 2 / (tp.cfg.hbm_bw * elem.memory_eff)
+    assert tp.moe_act_s_assign - ep.moe_act_s_assign == pytest.approx(pair_s * (1 - 1 / 8))
+    assert tp.moe_act_s_assign > pair_s  # plus the gated activation's share
+    assert tp._moe_layer(8192) > 8192 * 8 * pair_s
+
+
 def test_overrides_replace_the_recipes_speculative_decoding() -> None:
     cfg = SimConfig.from_recipe(catalog(), DEP8, spec_draft_tokens=1, spec_acceptance=0.5)
     assert (cfg.spec_draft_tokens, cfg.spec_acceptance) == (1, 0.5)
