@@ -184,12 +184,22 @@ class SimConfig:
         """Weights on the fullest GPU: routed experts over the expert shards, the rest over
         the attention TP group (replicated per attention-DP rank), each at its own bytes per
         parameter, plus a speculative draft layer."""
-        experts = self.expert_params
-        target = (self.bytes_per_param * experts / self.expert_shards
-                  + self.rest_bytes_per_param * (self.total_params - experts) / self.dense_shards)
+        experts, whole = self.expert_params, self.whole_params
+        rest = (self.total_params - experts - whole) / self.dense_shards + whole / self.pp
+        target = self.bytes_per_param * experts / self.expert_shards + self.rest_bytes_per_param * rest
         # an MTP/EAGLE draft is one more decoder layer of the target's make (DeepSeek's
         # num_nextn_predict_layers 1), loaded inside the same static memory share
         return target * (1 + 1 / self.layers) if self.spec_draft_tokens else target
+
+    @property
+    def whole_params(self) -> float:
+        """Parameters every GPU of the attention TP group holds whole: MLA's down-projections
+        (hidden -> query latent, hidden -> KV latent + rope), which vLLM, SGLang and
+        TensorRT-LLM replicate, splitting only the heads' projections."""
+        if not self.attention.startswith("mla"):
+            return 0.0
+        arch = default_tables().architectures
+        return self.layers * self.hidden_size * (arch.mla_q_lora + arch.mla_latent + arch.mla_rope)
 
     @property
     def expert_params(self) -> float:

@@ -120,10 +120,9 @@ class StepModel:
 
         # ---- parameters per layer, split into attention, routed experts and the dense rest
         mla = cfg.attention.startswith("mla")
-        # MLA's down-projections (hidden -> q latent, hidden -> kv latent + rope) are one small
-        # GEMM every GPU of the attention TP group runs whole: vLLM, SGLang and TensorRT-LLM
-        # keep them replicated (ReplicatedLinear / fused_qkv_a_proj), splitting only the heads
-        p_attn_whole = h * (arch.mla_q_lora + arch.mla_latent + arch.mla_rope) if mla else 0.0
+        # MLA's down-projections run whole on every GPU of the attention TP group (engines
+        # replicate them: ReplicatedLinear / fused_qkv_a_proj), only the heads' are split
+        p_attn_whole = cfg.whole_params / L
         if mla:
             p_attn = (p_attn_whole + arch.mla_q_lora * heads * arch.mla_qk_head
                       + arch.mla_latent * heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head)

@@ -84,3 +84,17 @@ def test_deepseek_v4_nvfp4_holds_its_fp8_rest_on_every_attention_dp_rank() -> No
     draft = 1 + 1 / cfg.layers if cfg.spec_draft_tokens else 1.0
     assert cfg.weight_bytes_per_gpu == pytest.approx(
         (experts * 0.5625 / 8 + (cfg.total_params - experts) * 1.0) * draft)
+
+
+def test_mla_down_projections_are_held_whole_on_every_gpu() -> None:
+    """DeepSeek's query and KV down-projections (7,168 -> 1,536 and -> 576, 61 layers: 0.92 B
+    parameters) are replicated on every GPU of the attention TP group, so TP8 holds all of them
+    on each GPU, not an eighth: 7/8 of 0.92 GB of FP8 weights more a GPU than an even split."""
+    cfg = SimConfig.from_parts(catalog(), "H200", "deepseek-r1-0528", "fp8", tp=8, engine="sglang")
+    whole = 61 * 7168 * (1536 + 512 + 64)
+    assert cfg.whole_params == whole
+    even = (cfg.bytes_per_param * cfg.expert_params / cfg.expert_shards
+            + cfg.rest_bytes_per_param * (cfg.total_params - cfg.expert_params) / cfg.dense_shards)
+    assert cfg.weight_bytes_per_gpu - even == pytest.approx(cfg.rest_bytes_per_param * whole * 7 / 8)
+    gqa = SimConfig.from_parts(catalog(), "H200", "llama-3.1-70b-instruct", "fp8", tp=8)
+    assert gqa.whole_params == 0
