@@ -14,17 +14,18 @@ def test_attention_dp_replicates_everything_but_the_routed_experts_per_rank() ->
     cat = catalog()
     ascend = SimConfig.from_recipe(cat, "deepseek-v3.2/ascend-910c-sglang-w8a8-1p1d")
     # decode pool: TP32 with attention DP8, EP32: experts over 32 dies, the rest over the
-    # attention TP group of 4 (int8, one byte a parameter), and its MTP draft layer: one more
-    # layer of the same make
-    experts = ascend.expert_params
+    # attention TP group of 4 (int8, one byte a parameter) but MLA's down-projections, which
+    # every die holds whole, and its MTP draft layer: one more layer of the same make
+    experts, whole = ascend.expert_params, ascend.whole_params
     assert ascend.expert_shards == 32 and ascend.dense_shards == 4
     assert ascend.spec_draft_tokens > 0
     assert ascend.weight_bytes_per_gpu == pytest.approx(
-        (experts / 32 + (671e9 - experts) / 4) * (1 + 1 / ascend.layers))
+        (experts / 32 + (671e9 - experts - whole) / 4 + whole) * (1 + 1 / ascend.layers))
     assert ascend.kv_ranks == 8
-    # the prefill pool (plain TP32, with the same draft) splits everything 32 ways and has one
-    # KV pool
-    assert ascend.prefill.weight_bytes_per_gpu == pytest.approx(671e9 / 32 * (1 + 1 / 61))
+    # the prefill pool (plain TP32, with the same draft) splits everything else 32 ways and has
+    # one KV pool
+    assert ascend.prefill.weight_bytes_per_gpu == pytest.approx(
+        ((671e9 - whole) / 32 + whole) * (1 + 1 / 61))
     assert ascend.prefill.kv_ranks == 1
     assert ascend.weight_bytes_per_gpu > 1.15 * ascend.prefill.weight_bytes_per_gpu
     # a dense model without attention DP: all of it over tp
