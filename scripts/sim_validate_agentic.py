@@ -15,13 +15,9 @@ import sys
 
 from infermatrix.capacity.virtual import virtual_capacity
 from infermatrix.catalog.loader import load_catalog
-from infermatrix.sim.validate import (
-    capacity_runner,
-    format_outcome,
-    headline_lines,
-    load_published,
-    run_rows,
-)
+from infermatrix.sim.published import load_published
+from infermatrix.sim.validate import capacity_runner, run_rows
+from infermatrix.sim.validate_report import format_outcome, headline_lines
 
 
 def main() -> int:

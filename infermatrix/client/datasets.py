@@ -154,7 +154,8 @@ def sharegpt_keeps(prompt_len: int, output_len: int, *, sglang: bool, fixed_outp
     output under 2 tokens; vLLM's bench serve one under 4 (the output unless
     --sharegpt-output-len fixes it), a prompt over 1,024 tokens, or the
     two together over 2,048. The same file so gives each client its own requests (the
-    simulator's ``sim.validate._sharegpt`` restates the rule for published ShareGPT rows)."""
+    simulator's ``sim.published_requests.sharegpt_lengths`` restates the rule for published
+    ShareGPT rows)."""
     if sglang:
         return prompt_len >= 2 and output_len >= 2
     return (prompt_len >= 4 and (fixed_output or output_len >= 4)

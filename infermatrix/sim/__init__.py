@@ -4,7 +4,8 @@ scheduler and a per-operator performance model, runnable in real time or in virt
 Python API:
     SimConfig.from_recipe(catalog, recipe_id) / SimConfig.from_parts(catalog, hw, model, precision, tp=...)
     simulate(config, [SimRequest(...)], concurrency=N) -> SimRun (per-request SimResult timings)
-The HTTP server lives in ``infermatrix.sim.server`` (aiohttp is imported only there).
+The HTTP server lives in ``infermatrix.sim.server`` (aiohttp is imported only there and in its
+``server_*`` modules).
 """
 
 from .config import SimConfig, SimConfigError

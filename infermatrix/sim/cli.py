@@ -199,17 +199,10 @@ MAX_TTFT_MEDIAN_ERROR = 0.30
 
 def _validate(args: argparse.Namespace) -> int:
     from ..progress import Progress
-    from .validate import (
-        PUBLISHED_FILE,
-        Outcome,
-        format_outcome,
-        headline_lines,
-        load_published,
-        out_of_source,
-        plot,
-        run_rows,
-        summarise,
-    )
+    from .published import PUBLISHED_FILE, load_published, out_of_source
+    from .validate import run_rows
+    from .validate_report import format_outcome, headline_lines, plot
+    from .validate_score import Outcome, summarise
 
     if args.ttft and not args.inferencex:
         raise SimConfigError("--ttft goes with --inferencex")

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ..catalog.yamlsrc import CatalogError, Problem
 from ..jsonio import JsonNumberError, loads_bounded
 from .names import engine_name
-from .validate import PublishedRow
+from .published import PublishedRow
 
 MAX_BYTES = 64 << 20  # the dashboard's full export is a few MB
 

@@ -17,18 +17,17 @@ from pydantic import ValidationError
 from sim_helpers import catalog
 
 from infermatrix.catalog.yamlsrc import CatalogError
-from infermatrix.sim.tables import EFFICIENCY_FILE, default_tables, load_tables, table_numbers
-from infermatrix.sim.validate import (
-    Outcome,
+from infermatrix.sim.published import (
     PublishedRow,
     load_published,
     out_of_source,
-    run_rows,
     setup_key,
-    sim_config,
     source_key,
-    summarise,
 )
+from infermatrix.sim.published_requests import row_lengths
+from infermatrix.sim.tables import EFFICIENCY_FILE, default_tables, load_tables, table_numbers
+from infermatrix.sim.validate import run_rows, sim_config
+from infermatrix.sim.validate_score import Outcome, summarise
 from infermatrix.sim.virtual import SimRequest, simulate
 
 # The table is split by source (published.yaml's header): every report row is out of source,
@@ -368,20 +367,18 @@ def test_a_row_with_a_range_ratio_draws_its_lengths_as_the_client_does() -> None
     InferenceX's), the row's isl/osl being their means. Closed-loop requests of one length all
     finish together and arrive together; drawn ones stagger, so newcomers prefill while the
     others decode, as measured runs do: at concurrency 100 it costs throughput (5% here)."""
-    from infermatrix.sim.validate import _lengths
-
     base = dict(LLAMA_TP4, id="spread", isl=922, osl=922, concurrency=100, requests=1000,
                 metric="output_tps")
     fixed = PublishedRow.model_validate(base)
-    assert set(_lengths(fixed, 50)) == {(922, 922)}
+    assert set(row_lengths(fixed, 50)) == {(922, 922)}
     ifx = PublishedRow.model_validate(dict(base, range_ratio=0.8))
-    drawn = _lengths(ifx, 4000)
-    assert drawn == _lengths(ifx, 4000)  # seeded: a row simulates the same requests each time
+    drawn = row_lengths(ifx, 4000)
+    assert drawn == row_lengths(ifx, 4000)  # seeded: a row simulates the same requests each time
     for lengths in zip(*drawn, strict=True):
         assert min(lengths) >= 819 and max(lengths) <= 1024 and len(set(lengths)) > 150
         assert abs(statistics.fmean(lengths) / 922 - 1) < 0.01
     cookbook = PublishedRow.model_validate(dict(base, isl=500, osl=500, range_ratio=0))
-    prompts = [p for p, _ in _lengths(cookbook, 4000)]
+    prompts = [p for p, _ in row_lengths(cookbook, 4000)]
     assert min(prompts) >= 1 and max(prompts) <= 1000 and min(prompts) < 50
     assert abs(statistics.fmean(prompts) / 500 - 1) < 0.03
     with pytest.raises(ValidationError):
@@ -398,19 +395,17 @@ def test_a_sharegpt_row_draws_varied_lengths_and_waits_for_its_longest_reply(tmp
     filtered as the row's client filters pairs (vLLM's bench: 4 <= prompt <= 1,024, reply >= 4,
     both <= 2,048). A batch sent at once ends only with its longest reply, so the same mean
     lengths run well below the throughput of uniform ones."""
-    from infermatrix.sim.validate import _lengths
-
     base = dict(LLAMA_TP4, id="chat", isl=215, osl=197, requests=400, metric="output_tps")
     vllm = PublishedRow.model_validate(dict(base, lengths="sharegpt"))
-    drawn = _lengths(vllm, 1000)
-    assert drawn == _lengths(vllm, 1000)
+    drawn = row_lengths(vllm, 1000)
+    assert drawn == row_lengths(vllm, 1000)
     prompts, replies = zip(*drawn, strict=True)
     assert min(prompts) >= 4 and max(prompts) <= 1024 and min(replies) >= 4
     assert max(p + r for p, r in drawn) <= 2048 and max(replies) > 4 * 197
     assert abs(statistics.fmean(prompts) / 215 - 1) < 0.01
     assert abs(statistics.fmean(replies) / 197 - 1) < 0.01
     sglang = PublishedRow.model_validate(dict(base, isl=900, lengths="sharegpt-sglang"))
-    assert max(p for p, _ in _lengths(sglang, 1000)) > 1024  # SGLang's client keeps long ones
+    assert max(p for p, _ in row_lengths(sglang, 1000)) > 1024  # SGLang's client keeps long ones
     uniform, varied = run_rows(catalog(), [PublishedRow.model_validate(base), vllm])
     assert varied.simulated < 0.8 * uniform.simulated
     # means the client's filter cannot give: the row reports why, the table run goes on
