@@ -10,8 +10,9 @@ import numpy as np
 from sim_helpers import catalog, config
 
 from infermatrix.sim import SimConfig
-from infermatrix.sim.operators import StepModel, expected_max_load
+from infermatrix.sim.operators import StepModel
 from infermatrix.sim.perf import PerfModel
+from infermatrix.sim.rank_placement import expected_max_load
 from infermatrix.sim.tables import default_tables
 
 ASCEND = "deepseek-v3.2/ascend-910c-sglang-w8a8-1p1d"
