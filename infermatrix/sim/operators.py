@@ -60,6 +60,11 @@ Num = float | np.ndarray
 Pick = Callable[[Num, float], Num]
 
 ACT_BYTES = 2.0  # bf16 activations
+# A prefill attention score's softmax exponential, in head-dimension units of its matmul time:
+# FlashAttention-3 on an H100 (Shah et al. 2024, arXiv 2407.08608, forward BF16, 16K) runs
+# 497 TFLOP/s at head dim 64 and 648 at 128, i.e. a score takes (hd + 56) units (H100: 989
+# TFLOP/s of matmul against 3.9 TFLOP/s of exponentials, the paper's section 3.1)
+SOFTMAX_HEAD_DIM = 56.0
 DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
 
 
@@ -210,6 +215,10 @@ class StepModel:
                                 else 2 * heads * (arch.mla_qk_head + arch.mla_v_head))
         else:
             per_pos_decode = per_pair_prefill = 4 * heads * head_dim
+            # a prefill score costs its head's two matmuls (4 x head_dim FLOPs) plus one softmax
+            # exponential, whose time does not shrink with the head: the efficiencies are those
+            # of 128-wide heads, so narrower heads run fewer FLOPs a second (SOFTMAX_HEAD_DIM)
+            per_pair_prefill *= (head_dim + SOFTMAX_HEAD_DIM) / head_dim * 128 / (128 + SOFTMAX_HEAD_DIM)
         self.dec_s_pos = per_pos_decode / tpa / dec_flops  # per (query token, attended position)
         self.pre_s_pair = per_pair_prefill / tpa / pre_flops
         self.index_s_pos = (index_share * 2 * arch.indexer_heads * arch.indexer_dim / dec_flops
