@@ -96,7 +96,8 @@ def test_sglang_before_piecewise_graphs_launches_a_prefill_step_layer_by_layer()
     floor_ms = gpt_oss().layers * default_tables().operator(
         "eager_dispatch", "B200", "nvidia").floor_us / 1000
     old, new, unknown = prefill_ms("0.5.6"), prefill_ms("0.5.10"), prefill_ms("unstated")
-    assert old == pytest.approx(floor_ms) and floor_ms > 2 * new
+    # the old build is held to the floor; the graphed step takes its GPU time, well under it
+    assert old == pytest.approx(floor_ms) and floor_ms > 1.5 * new
     assert unknown == new
     # vLLM (piecewise graphs since V1) carries no such floor
     assert default_tables().engines["vllm"].prefill_graphs is None

@@ -60,8 +60,10 @@ def test_requests_wait_for_the_poll_in_ttft() -> None:
                                              strict=True)]
     step = every_step.results[0].tpot
     assert step and step > 0
-    # each waits for the next poll: at most 30 decode steps, and on average about half that
-    assert all(-1e-9 <= w <= 31 * step for w in waits), (waits, step)
+    # each waits for the next poll: at most 30 decode steps, and on average about half that.
+    # (A request taken in with others can start its first token up to a step sooner than when
+    # it came in alone behind another's prefill step, so a wait is never below minus a step.)
+    assert all(-step <= w <= 31 * step for w in waits), (waits, step)
     assert 5 * step < sum(waits) / len(waits) < 25 * step, (waits, step)
     # an idle engine takes a request in at once
     alone = [SimRequest(1000, 50, arrival=0.0)]
