@@ -128,6 +128,11 @@ class SimConfig:
     attention_flops: float = 0.0  # FLOP/s of the 16-bit attention kernels (0: peak_flops)
     attention_heads: int = 0  # 0: hidden_size / 128
     head_dim: int = 0  # 0: hidden_size / attention_heads
+    # the token embedding and LM head tables (vocab x hidden each, one table where tied):
+    # part of active_params, but a lookup and one GEMM per sampled token, not per-token GEMMs
+    # in every layer (operators.py); 0: unknown (their parameters stay in the layers)
+    vocab_size: int = 0
+    tied_embeddings: bool = False
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0

@@ -13,11 +13,12 @@ infermatrix/sim/data/efficiency.yaml by hardware, dtype and operator:
 - MoE: gate, then grouped expert GEMMs whose compute efficiency follows the tokens each expert
   gets (``eff × t / (t + tokens_half)``) and whose busiest rank carries the routing skew plus the
   statistical spread of a finite batch; only the experts the batch touches are read;
-- dense MLP (dense layers, shared experts, LM head);
+- dense MLP (dense layers, shared experts);
 - norms and other element-wise kernels;
 - collectives from the group size and the fabric (two all-reduces per layer for tensor
   parallelism, dispatch + combine for expert parallelism, gather + scatter for attention DP
   with tensor-split experts), partly hidden behind compute where the engine overlaps them;
+- the LM head once a step, over the tokens it samples (the embedding is a lookup: no GEMM);
 - sampling, MTP/EAGLE draft passes, and the engine's host work per step (scheduling, input
   preparation, output processing) as a function of the batch, overlapped with the GPU where the
   engine has an overlap scheduler.
@@ -66,6 +67,11 @@ ACT_BYTES = 2.0  # bf16 activations
 # TFLOP/s of matmul against 3.9 TFLOP/s of exponentials, the paper's section 3.1)
 SOFTMAX_HEAD_DIM = 56.0
 DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
+# The LM head stays BF16 in quantised checkpoints: DeepSeek-V3 keeps "the embedding module, the
+# output head" at their original precision under FP8 (its report, section 3.3.1), and vLLM's
+# ParallelLMHead is a VocabParallelEmbedding, which FP8/FP4 quantisation methods leave
+# unquantised unless a checkpoint quantises its head (GPTQ's lm_head_quantized)
+LM_HEAD_DTYPE, LM_HEAD_BYTES = "bf16", 2.0
 
 
 class StepModel:
@@ -141,7 +147,11 @@ class StepModel:
         self.miss = 1.0
         self.k = cfg.moe_active_experts
         p_expert = cfg.expert_params / self.experts / L if self.experts else 0.0
-        p_dense = max(cfg.active_params / L - p_attn - self.k * p_expert, 0.02 * cfg.active_params / L)
+        # the embedding and LM head tables (vocab x hidden, one of them when tied) are in the
+        # active count but in no layer: taken out here, the LM head timed on its own below
+        p_tables = cfg.vocab_size * h * (1 if cfg.tied_embeddings else 2)
+        p_layers = cfg.active_params - p_tables
+        p_dense = max(p_layers / L - p_attn - self.k * p_expert, 0.02 * p_layers / L)
 
         # ---- dense GEMMs per layer on one GPU: seconds per token (compute), fixed (memory)
         gemm_flops = peak * gemm.compute_eff
@@ -164,6 +174,7 @@ class StepModel:
         self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
         if self.fit is not None:
             self._gemm_shapes(cfg, arch, mla, heads, head_dim, tpa, p_dense)
+        self._lm_head(cfg, row("gemm", LM_HEAD_DTYPE), tpa)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
         if self.experts:
@@ -297,6 +308,32 @@ class StepModel:
         # all where the engine turns them off, launch layer by layer (prefill_graphs.py)
         self.prefill_graph_tokens = graphed_prefill_tokens(eng.prefill_graphs, cfg)
 
+    def _lm_head(self, cfg: SimConfig, gemm: OperatorRow, tpa: int) -> None:
+        """The LM head: one BF16 GEMM a step of (sampled tokens) x (vocab / tpa) x hidden,
+        vocab-parallel over the attention TP group, its weights streamed once a step. Engines
+        compute logits only for the tokens they sample (a prompt's last position, every decode
+        and draft token). The embedding is a lookup of its tokens' rows (tokens x hidden x 2
+        bytes, less than a layer's activations): left out. Without a vocabulary size, nothing
+        (its parameters then stay spread over the layers' dense GEMMs)."""
+        self.head_shape = (cfg.vocab_size / tpa, cfg.hidden_size)
+        self.head_peak = cfg.attention_flops or cfg.peak_flops  # the 16-bit tensor cores
+        n, k = self.head_shape
+        self.head_s_tok = 2 * n * k / (self.head_peak * gemm.compute_eff)
+        self.head_w = n * k * LM_HEAD_BYTES / (cfg.hbm_bw * gemm.memory_eff)
+        self.head_floor = gemm.floor_us * US if cfg.vocab_size else 0.0
+        self.head_fit = self.fit.gemm_for(LM_HEAD_DTYPE) if self.fit is not None else None
+
+    def head_s(self, sampled: float, sustained: bool = True) -> float:
+        """The LM head over ``sampled`` tokens on one GPU (0 without a vocabulary size)."""
+        if not self.head_w:
+            return 0.0
+        if self.head_fit is None:
+            c = self.head_s_tok * sampled
+            return max(c, self.head_w, self.head_floor)
+        n, k = self.head_shape
+        peak = self.head_peak * (self.clock if sustained else 1.0)
+        return self.head_fit.seconds(sampled, n, k, n * k * LM_HEAD_BYTES, peak, self.cfg.hbm_bw)
+
     def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
                      head_dim: float, tpa: int, p_dense: float) -> None:
         """The (N, K) weights a layer's GEMMs multiply on one GPU, for the profile's curves:
@@ -353,8 +390,10 @@ class StepModel:
         return self.experts * (1.0 - self.miss ** tokens) * self.moe_w_expert
 
     def weights_s(self, tokens: float) -> float:
-        """Time to stream the weights one step touches (every layer): the memory floor."""
-        return self.layers * (self.attn_proj_w + self.dense_w + self.expert_weights_s(tokens))
+        """Time to stream the weights one step touches (every layer, and the LM head once):
+        the memory floor."""
+        return (self.layers * (self.attn_proj_w + self.dense_w + self.expert_weights_s(tokens))
+                + self.head_w)
 
     def _moe_layer(self, tokens: float) -> float:
         assign = tokens * self.k
@@ -436,7 +475,8 @@ class StepModel:
         w_r = work * rank
         attention = self._attention_layer(w_r, seqs * rank, kv_read * rank, attn_pairs * rank,
                                           decode)
-        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro)
+        return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager, micro,
+                          seqs_r=seqs * rank)
 
     def _rank_step(self, tokens: int, seqs: int, work: int, draft_tokens: int,
                    busiest: BatchShape, eager: bool) -> float:
@@ -451,7 +491,7 @@ class StepModel:
                                           b.attn_pairs * split, b.tokens <= b.seqs)
         gathered = work * self._busiest_rank(seqs)
         return self._step(tokens, seqs, work, w_r, attention, draft_tokens, eager,
-                          w_comm=gathered)
+                          w_comm=gathered, seqs_r=b.seqs)
 
     def decode_steps(self, seqs: int, kv_reads: np.ndarray, draft_tokens: int = 0) -> np.ndarray:
         """``step_time(seqs, seqs, kv, kv, draft_tokens)`` for every ``kv`` of ``kv_reads`` at
@@ -467,7 +507,7 @@ class StepModel:
         attention = self._attention_decode(w_r, seqs * rank, kv_reads * rank, np.minimum,
                                            np.maximum)
         return self._step(seqs, seqs, work, w_r, attention, draft_tokens, not self._graphed(seqs),
-                          micro)
+                          micro, seqs_r=seqs * rank)
 
     def _busiest_rank(self, seqs: int) -> float:
         """The share of the batch on the busiest attention-DP rank: ceil(seqs / dp) of them,
@@ -496,30 +536,35 @@ class StepModel:
         return layer + self._moe_layer(work) if self.experts else layer
 
     def decode_kernels_s(self, seqs: int, context: int) -> float:
-        """A graphed decode step's GPU kernels alone (every layer, LM head folded into the
-        dense GEMMs, sampling), without collectives or host work: what a measured whole-step
+        """A graphed decode step's GPU kernels alone (every layer, the LM head over its
+        sequences, sampling), without collectives or host work: what a measured whole-step
         figure of one GPU (opfit, the profile's ``decode_step``) bounds from above."""
         att = self._attention_decode(seqs, seqs, context + seqs, min, max)
         return (self.layers * self._kernels(seqs, seqs, att, sustained=False)  # type: ignore[operator]
-                + self.sample_fixed + self.sample_s_seq * seqs)
+                + self.head_s(seqs, sustained=False) + self.sample_fixed + self.sample_s_seq * seqs)
 
     def _step(self, tokens: int, seqs: int, work: int, w_r: float, attention: Num,
-              draft_tokens: int, eager: bool, micro: int = 1, w_comm: float = -1.0) -> Num:
+              draft_tokens: int, eager: bool, micro: int = 1, w_comm: float = -1.0,
+              seqs_r: float = 0.0) -> Num:
         """A step from its attention time (a number, or an array of them, one per step):
         every other operator depends only on the batch's token and sequence counts. ``eager``:
         without graphs the host launches every layer's operators, at least as long as the GPU
         takes (launches and kernels overlap). With ``micro`` pipeline micro-batches the counts
         are one micro-batch's and the host schedules each of them. ``w_comm``: the busiest
-        rank's tokens the collectives move, where they differ from ``w_r``."""
+        rank's tokens the collectives move, where they differ from ``w_r``. ``seqs_r``: the
+        busiest rank's sequences, each of which samples a token (and its drafts are verified)
+        through the LM head, once a step on the last stage: not part of ``layer``."""
         if w_comm < 0:
             w_comm = w_r
         layer = (self._kernels(w_r, work, attention)
                  + (self.comm_fixed + self.comm_s_tok * w_comm) * self.comm_visible)
+        drafts_r = draft_tokens / seqs * seqs_r
         gpu = (self.layers * layer + self.pp_fixed + self.pp_s_tok * w_comm
-               + self.sample_fixed + self.sample_s_seq * seqs)
+               + self.head_s(seqs_r + drafts_r) + self.sample_fixed + self.sample_s_seq * seqs)
         if draft_tokens:
             # MTP/EAGLE: one draft pass per draft token, each about one layer over the batch
-            gpu = gpu + draft_tokens / seqs * (layer + self.sample_fixed)
+            # and the LM head over its sequences (DeepSeek's MTP modules share the main head)
+            gpu = gpu + draft_tokens / seqs * (layer + self.head_s(seqs_r) + self.sample_fixed)
         if eager:
             launch = (self.layers + draft_tokens / seqs) * self.eager_layer_s
             gpu = np.maximum(gpu, launch) if isinstance(gpu, np.ndarray) else max(gpu, launch)

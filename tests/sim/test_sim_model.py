@@ -413,6 +413,7 @@ def test_a_mixed_checkpoint_streams_its_rest_at_the_rests_bytes() -> None:
     assert m.dense_w == pytest.approx(u.dense_w * ratio)
     assert m.moe_w_expert == pytest.approx(u.moe_w_expert)
     assert m.weights_s(1) > u.weights_s(1)
-    # one token's projections read their weights: the BF16 ones take longer
-    for mixed_s, uniform_s in zip(m._gemms(1), u._gemms(1), strict=True):
-        assert mixed_s > 1.5 * uniform_s, (mixed_s, uniform_s)
+    # one token's projections read their weights: the BF16 ones take longer (gpt-oss has no
+    # dense MLP once its embedding tables are out of the layers: only the projections tell)
+    mixed_s, uniform_s = m._gemms(1)[0], u._gemms(1)[0]
+    assert mixed_s > 1.5 * uniform_s, (mixed_s, uniform_s)

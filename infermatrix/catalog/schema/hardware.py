@@ -82,6 +82,15 @@ class Model(Strict):
         description="attention head dimension, where it is not hidden_size / attention_heads "
         "(config.json head_dim: Qwen3 128, gpt-oss 64)",
     )
+    vocab_size: PositiveInt | None = Field(
+        default=None,
+        description="tokens in the vocabulary (config.json vocab_size): the embedding and LM "
+        "head tables are vocab_size x hidden_size each; None where not established",
+    )
+    tied_embeddings: bool = Field(
+        default=False,
+        description="the LM head reuses the embedding table (config.json tie_word_embeddings)",
+    )
     attention: Literal["mha", "gqa", "mla", "mla-sparse", "mla-compressed", "gqa-sliding"]
     kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
         description="KV-cache bytes per token summed over all layers, per KV dtype"
