@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .lm_head import LM_HEAD_DTYPE, LMHead
 from .prefill_graphs import graphed_prefill_tokens
 from .profiles import fit_file
 from .rank_placement import expected_max_load
@@ -67,11 +68,6 @@ ACT_BYTES = 2.0  # bf16 activations
 # TFLOP/s of matmul against 3.9 TFLOP/s of exponentials, the paper's section 3.1)
 SOFTMAX_HEAD_DIM = 56.0
 DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
-# The LM head stays BF16 in quantised checkpoints: DeepSeek-V3 keeps "the embedding module, the
-# output head" at their original precision under FP8 (its report, section 3.3.1), and vLLM's
-# ParallelLMHead is a VocabParallelEmbedding, which FP8/FP4 quantisation methods leave
-# unquantised unless a checkpoint quantises its head (GPTQ's lm_head_quantized)
-LM_HEAD_DTYPE, LM_HEAD_BYTES = "bf16", 2.0
 
 
 class StepModel:
@@ -174,7 +170,7 @@ class StepModel:
         self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
         if self.fit is not None:
             self._gemm_shapes(cfg, arch, mla, heads, head_dim, tpa, p_dense)
-        self._lm_head(cfg, row("gemm", LM_HEAD_DTYPE), tpa)
+        self.lm_head = LMHead(cfg, row("gemm", LM_HEAD_DTYPE), tpa, self.fit)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
         if self.experts:
@@ -308,31 +304,10 @@ class StepModel:
         # all where the engine turns them off, launch layer by layer (prefill_graphs.py)
         self.prefill_graph_tokens = graphed_prefill_tokens(eng.prefill_graphs, cfg)
 
-    def _lm_head(self, cfg: SimConfig, gemm: OperatorRow, tpa: int) -> None:
-        """The LM head: one BF16 GEMM a step of (sampled tokens) x (vocab / tpa) x hidden,
-        vocab-parallel over the attention TP group, its weights streamed once a step. Engines
-        compute logits only for the tokens they sample (a prompt's last position, every decode
-        and draft token). The embedding is a lookup of its tokens' rows (tokens x hidden x 2
-        bytes, less than a layer's activations): left out. Without a vocabulary size, nothing
-        (its parameters then stay spread over the layers' dense GEMMs)."""
-        self.head_shape = (cfg.vocab_size / tpa, cfg.hidden_size)
-        self.head_peak = cfg.attention_flops or cfg.peak_flops  # the 16-bit tensor cores
-        n, k = self.head_shape
-        self.head_s_tok = 2 * n * k / (self.head_peak * gemm.compute_eff)
-        self.head_w = n * k * LM_HEAD_BYTES / (cfg.hbm_bw * gemm.memory_eff)
-        self.head_floor = gemm.floor_us * US if cfg.vocab_size else 0.0
-        self.head_fit = self.fit.gemm_for(LM_HEAD_DTYPE) if self.fit is not None else None
-
     def head_s(self, sampled: float, sustained: bool = True) -> float:
-        """The LM head over ``sampled`` tokens on one GPU (0 without a vocabulary size)."""
-        if not self.head_w:
-            return 0.0
-        if self.head_fit is None:
-            c = self.head_s_tok * sampled
-            return max(c, self.head_w, self.head_floor)
-        n, k = self.head_shape
-        peak = self.head_peak * (self.clock if sustained else 1.0)
-        return self.head_fit.seconds(sampled, n, k, n * k * LM_HEAD_BYTES, peak, self.cfg.hbm_bw)
+        """The LM head over ``sampled`` tokens on one GPU (0 without a vocabulary size);
+        ``sustained`` as a serving step runs it (see clock)."""
+        return self.lm_head.seconds(sampled, self.clock if sustained else 1.0)
 
     def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
                      head_dim: float, tpa: int, p_dense: float) -> None:
@@ -393,7 +368,7 @@ class StepModel:
         """Time to stream the weights one step touches (every layer, and the LM head once):
         the memory floor."""
         return (self.layers * (self.attn_proj_w + self.dense_w + self.expert_weights_s(tokens))
-                + self.head_w)
+                + self.lm_head.stream_s)
 
     def _moe_layer(self, tokens: float) -> float:
         assign = tokens * self.k

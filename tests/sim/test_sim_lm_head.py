@@ -17,11 +17,11 @@ from infermatrix.sim.tables import default_tables
 def _head_share(m: StepModel, step: float, *args: float, **kw: float) -> float:
     """How much of ``step`` (``m.step_time(*args, **kw)``) the LM head takes: the same step
     again with the head's weights gone (head_s then prices nothing)."""
-    saved, m.head_w = m.head_w, 0.0
+    saved, m.lm_head.stream_s = m.lm_head.stream_s, 0.0
     try:
         return step - m.step_time(*args, **kw)  # type: ignore[arg-type]
     finally:
-        m.head_w = saved
+        m.lm_head.stream_s = saved
 
 
 @pytest.mark.parametrize("hardware", ["H100", "B200"])  # measured GEMM profile; the tables
@@ -56,13 +56,13 @@ def test_a_decode_step_samples_one_token_a_sequence_and_streams_the_head_once() 
     m = StepModel(cfg)
     gemm = default_tables().operator("gemm", "B200", "nvidia", "bf16", cfg.tuning, cfg.engine)
     read_s = 201088 * 2880 * 2 / (cfg.hbm_bw * gemm.memory_eff)
-    assert m.head_w == pytest.approx(read_s, rel=1e-9)
-    assert m.head_s(64) == pytest.approx(max(read_s, 64 * m.head_s_tok), rel=1e-9)
+    assert m.lm_head.stream_s == pytest.approx(read_s, rel=1e-9)
+    assert m.head_s(64) == pytest.approx(max(read_s, 64 * m.lm_head.s_tok), rel=1e-9)
     args = (64, 64, 64 * 2000, 64 * 2000)
     assert _head_share(m, m.step_time(*args), *args) == pytest.approx(m.head_s(64), rel=1e-9)
     # the memory floor holds the head once beside every layer's weights
     old = StepModel(replace(cfg, vocab_size=0))
-    layers_s = m.weights_s(64) - m.head_w
+    layers_s = m.weights_s(64) - m.lm_head.stream_s
     assert layers_s < old.weights_s(64)
     # ... and the decode phase's vectorised steps agree with the single ones
     steps = m.decode_steps(64, np.array([64 * 2000.0]))
@@ -86,7 +86,7 @@ def test_a_model_without_a_vocabulary_keeps_its_tables_in_the_layers() -> None:
     assert cfg.vocab_size == 128256
     known, unknown = StepModel(cfg), StepModel(replace(cfg, vocab_size=0))
     tied = StepModel(replace(cfg, tied_embeddings=True))
-    assert unknown.head_s(64) == 0.0 and unknown.head_w == 0.0
+    assert unknown.head_s(64) == 0.0 and unknown.lm_head.stream_s == 0.0
     assert unknown.weights_s(1) == unknown.layers * (
         unknown.attn_proj_w + unknown.dense_w + unknown.expert_weights_s(1))
     # a table's share of a layer, and the seconds a BF16 parameter takes to stream
