@@ -46,12 +46,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .collectives import ACT_BYTES, layer_collectives
 from .lm_head import LM_HEAD_DTYPE, LMHead
 from .prefill_graphs import graphed_prefill_tokens
 from .profiles import fit_file
 from .rank_placement import expected_max_load
 from .spec_cost import host_costs
-from .tables import US, EfficiencyTables, OperatorRow, default_tables, fabric_name
+from .tables import US, EfficiencyTables, OperatorRow, default_tables
 
 if TYPE_CHECKING:
     from .batch_shape import BatchShape
@@ -61,13 +62,11 @@ if TYPE_CHECKING:
 Num = float | np.ndarray
 Pick = Callable[[Num, float], Num]
 
-ACT_BYTES = 2.0  # bf16 activations
 # A prefill attention score's softmax exponential, in head-dimension units of its matmul time:
 # FlashAttention-3 on an H100 (Shah et al. 2024, arXiv 2407.08608, forward BF16, 16K) runs
 # 497 TFLOP/s at head dim 64 and 648 at 128, i.e. a score takes (hd + 56) units (H100: 989
 # TFLOP/s of matmul against 3.9 TFLOP/s of exponentials, the paper's section 3.1)
 SOFTMAX_HEAD_DIM = 56.0
-DISPATCH_BYTES = 1.0  # fp8 expert dispatch (DeepEP, TensorRT-LLM low-precision dispatch)
 
 
 class StepModel:
@@ -258,36 +257,10 @@ class StepModel:
         self.elem_s_tok = self.elem_bytes_tok / (bw * elem.memory_eff)
         self.elem_floor = elem.kernels * elem.floor_us * US
 
-        # ---- collectives per layer
-        self.comm_fixed = 0.0
-        self.comm_s_tok = 0.0  # per token on the busiest rank
-        if tpa > 1:
-            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, tpa)]
-            link = self._link_bw(cfg, fab.bw_eff, tpa)
-            self.comm_fixed += 2 * self._latency(fab, tpa)
-            self.comm_s_tok += 2 * 2 * (tpa - 1) / tpa * h * ACT_BYTES / link
-        # Under attention TP every GPU holds every token, so experts split by EP compute their
-        # share and the TP all-reduce above sums it, as for tensor-split experts (SGLang's
-        # default --moe-a2a-backend none, vLLM's EP without DP, TensorRT-LLM's TEP). Tokens
-        # cross GPUs only under attention DP, with an all-to-all backend (DeepEP, Mooncake), or
-        # where the TP group does not span the instance.
-        dispatch = self.dpa > 1 or cfg.moe_a2a or (cfg.ep > 1 and tpa < G)
-        if self.experts and G > 1 and dispatch:
-            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, G)]
-            link = self._link_bw(cfg, fab.bw_eff, G)
-            share = (G - 1) / G
-            self.comm_fixed += 2 * self._latency(fab, G)
-            if cfg.ep > 1:  # dispatch k copies in fp8, combine in bf16
-                per_tok = self.k * h * (DISPATCH_BYTES + ACT_BYTES) * share
-            else:  # attention DP with tensor-split experts: all-gather, then reduce-scatter
-                per_tok = 2 * h * ACT_BYTES * share * self.dpa
-            self.comm_s_tok += per_tok / link / (1 if self.dpa > 1 else tpa)
-        if cfg.pp > 1:
-            fab = t.fabrics[fabric_name(vendor, cfg.scale_up_domain, cfg.gpus)]
-            self.pp_fixed = (cfg.pp - 1) * self._latency(fab, 2)
-            self.pp_s_tok = (cfg.pp - 1) * h * ACT_BYTES / self._link_bw(cfg, fab.bw_eff, cfg.gpus)
-        else:
-            self.pp_fixed = self.pp_s_tok = 0.0
+        # ---- collectives per layer (collectives.py), and pipeline hand-offs per step
+        comm = layer_collectives(cfg, t, tpa, G, self.dpa, self.k if self.experts else 0)
+        self.comm_fixed, self.comm_s_tok = comm.fixed, comm.s_tok  # s_tok: busiest rank's tokens
+        self.pp_fixed, self.pp_s_tok = comm.pp_fixed, comm.pp_s_tok
         self.comm_visible = 1.0 - eng.comm_overlap
 
         # ---- per step: sampling, draft passes, host
@@ -346,15 +319,6 @@ class StepModel:
             if len(memo) < 65536:
                 memo[m] = got  # type: ignore[assignment]
         return got  # type: ignore[return-value]
-
-    @staticmethod
-    def _latency(fab, group: int) -> float:  # type: ignore[no-untyped-def]
-        return (fab.latency_us + fab.per_hop_us * math.log2(max(group, 2))) * US
-
-    @staticmethod
-    def _link_bw(cfg: SimConfig, eff: float, group: int) -> float:
-        raw = cfg.scale_up_bw if group <= cfg.scale_up_domain else cfg.tuning.inter_node_gbps * 1e9
-        return raw * eff
 
     # ------------------------------------------------------------------ pieces
 
