@@ -33,7 +33,7 @@ class LMHead:
         n, k = self.shape
         self.s_tok = 2 * n * k / (self.peak * gemm.compute_eff)
         self.stream_s = n * k * LM_HEAD_BYTES / (cfg.hbm_bw * gemm.memory_eff)
-        self.floor = gemm.floor_us * US if cfg.vocab_size else 0.0
+        self.floor = gemm.floor_us * US  # (a model without a vocabulary streams nothing: 0 s)
         self.fit = fit.gemm_for(LM_HEAD_DTYPE) if fit is not None else None
 
     def seconds(self, sampled: float, clock: float = 1.0) -> float:

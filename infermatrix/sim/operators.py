@@ -289,7 +289,7 @@ class StepModel:
         dense MLP (gate_up, down; its width from the dense parameters a layer holds)."""
         h = cfg.hidden_size
         if mla:
-            self.attn_gemms = [(arch.mla_q_lora + arch.mla_latent + arch.mla_rope, h),  # whole
+            self.attn_gemms = [(cfg.whole_params / cfg.layers / h, h),  # the whole down-projections
                                (heads * arch.mla_qk_head / tpa, arch.mla_q_lora),
                                (heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head) / tpa,
                                 arch.mla_latent),
