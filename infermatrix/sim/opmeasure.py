@@ -6,12 +6,13 @@
 It needs torch and nothing else (torch is the optional ``profile`` extra, and the interpreter
 that has it may be another virtual environment's: ``--python``), so it imports only torch and
 the standard library, and runs as a script. Sections, as the measured H100 table names
-them (docs/sim.md "Hardware profiles"): ``ref`` (HBM read, a large matmul), ``gemm`` (a
+them (docs/sim.md "Hardware profiles"): ``ref`` (HBM read and copy, large matmuls), ``gemm`` (a
 dense model's QKV, O, gate_up, down and LM head at decode and prefill M, bf16 and fp8 where
 the GPU has ``torch._scaled_mm``), ``attn_decode`` (batch × context, several SDPA kernels and
 matmul-softmax-matmul), ``attn_prefill`` (causal), ``elementwise`` (a layer's norms, residual
 adds and activation, unfused), ``sampling`` (argmax and a softmax + exponential-race sampler),
-``decode_step`` (a whole decode step of every layer, captured as one CUDA graph) and
+``decode_step`` (a whole decode step of every layer, captured as one CUDA graph; bf16, and the
+TP8 shard in fp8) and
 ``collective`` (all-reduce over every visible GPU, where there are several).
 
 Each timing is the median of ``reps`` timed runs of ``inner`` back-to-back calls (on a GPU: a
@@ -49,11 +50,12 @@ TINY_MODELS = {"tiny-tp1": (256, 4, 2, 64, 512, 1024, 2, 1)}
 FULL = {"decode_m": [1, 8, 16, 32, 64, 128, 256, 512], "prefill_m": [1024, 4096, 8192],
         "attn_batch": [1, 16, 64, 256], "attn_ctx": [1024, 4096, 16384],
         "prefill_t": [1024, 4096, 8192], "sampling_b": [1, 64, 256],
-        "step": [[1, 1024], [16, 1024], [64, 1024], [256, 1024], [64, 4096]],
+        "step": [[1, 1024], [16, 1024], [64, 1024], [256, 1024], [64, 4096], [16, 16384]],
+        "step_fp8": [[1, 1024], [64, 1024], [256, 1024], [64, 4096]],
         "collective_bytes": [16384, 262144, 4194304, 67108864], "reps": 7, "target_ms": 2.0}
 TINY = {"decode_m": [1, 8, 64], "prefill_m": [256, 512], "attn_batch": [1, 4],
         "attn_ctx": [128, 512], "prefill_t": [128, 256, 512], "sampling_b": [1, 8],
-        "step": [[1, 128], [4, 128]], "collective_bytes": [4096, 65536], "reps": 3,
+        "step": [[1, 128], [4, 128]], "step_fp8": [], "collective_bytes": [4096, 65536], "reps": 3,
         "target_ms": 1.0}
 L2_DEFEAT_BYTES = 256 * 2**20  # operands rotate through at least this much memory (GPU)
 MAX_COPIES = 64
@@ -179,18 +181,25 @@ class Profiler:
 
     def rand(self, *shape: int, dtype: Any = None) -> Any:
         dtype = torch.bfloat16 if dtype is None else dtype
-        return torch.randn(*shape, device=self.device, dtype=torch.float32).to(dtype) * 0.02
+        return (torch.randn(*shape, device=self.device, dtype=torch.float32) * 0.02).to(dtype)
 
     # ------------------------------------------------------------------ sections
     def ref(self) -> None:
         n = (2**31 if self.cuda else 2**24)
         self.measure("ref/hbm_read", "ref", {"op": "hbm_read", "bytes": n},
-                     lambda x: x.sum(), lambda: [torch.ones(n // 2, device=self.device,
-                                                            dtype=torch.bfloat16)])
+                     lambda x: x.sum(), lambda: [self.rand(n // 2)])
+        self.measure("ref/hbm_copy", "ref", {"op": "hbm_copy", "bytes": 2 * n},  # read + write
+                     lambda xy: xy[1].copy_(xy[0]), lambda: [(self.rand(n // 2), self.rand(n // 2))])
         s = 8192 if self.cuda else 256
-        self.measure("ref/mm_bf16", "ref", {"op": "mm_bf16", "dtype": "bf16", "m": s, "n": s, "k": s,
-                                            "flops": 2 * s**3},
+        mm = {"m": s, "n": s, "k": s, "flops": 2 * s**3}
+        self.measure("ref/mm_bf16", "ref", {"op": "mm_bf16", "dtype": "bf16", **mm},
                      lambda ab: ab[0] @ ab[1], lambda: [(self.rand(s, s), self.rand(s, s))])
+        if self.fp8:
+            self.measure("ref/mm_fp8", "ref", {"op": "mm_fp8", "dtype": "fp8", **mm},
+                         lambda op: _linear(op[0], op[1], op[2]),
+                         lambda: [(self.rand(s, s, dtype=torch.float8_e4m3fn),
+                                   self.rand(s, s, dtype=torch.float8_e4m3fn),
+                                   torch.ones((), device=self.device))])
 
     def gemm(self) -> None:
         ms = self.settings["decode_m"] + self.settings["prefill_m"]
@@ -208,22 +217,15 @@ class Profiler:
         record = {"op": "gemm", "model": model, "name": name, "dtype": dtype, "m": m, "n": n,
                   "k": k, "flops": 2 * m * n * k, "weight_bytes": wbytes}
         cps = copies(wbytes, self.cuda)
-        if dtype == "fp8":
-            def make() -> list[Any]:
-                one = torch.ones((), device=self.device)
-                x = self.rand(m, k).to(torch.float8_e4m3fn)
-                return [(x, self.rand(n, k).to(torch.float8_e4m3fn), one) for _ in range(cps)]
+        wdtype = torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16
 
-            def call(op: Any) -> Any:
-                x, w, s = op
-                return torch._scaled_mm(x, w.t(), scale_a=s, scale_b=s, out_dtype=torch.bfloat16)
-        else:
-            def make() -> list[Any]:
-                x = self.rand(m, k)
-                return [(x, self.rand(n, k)) for _ in range(cps)]
+        def make() -> list[Any]:  # the activation already quantised: the GEMM alone is timed
+            one = torch.ones((), device=self.device)
+            x = self.rand(m, k, dtype=wdtype)
+            return [(x, self.rand(n, k, dtype=wdtype), one) for _ in range(cps)]
 
-            def call(op: Any) -> Any:
-                return F.linear(op[0], op[1])
+        def call(op: Any) -> Any:
+            return _linear(*op)
         self.measure(f"gemm/{dtype}/{model}/{name}/M={m}", "gemm", record, call, make)
 
     def attention(self) -> None:
@@ -268,7 +270,7 @@ class Profiler:
             h, i = spec["hidden"], spec["shard"]["inter"]
             for m in self.settings["decode_m"] + self.settings["prefill_m"]:
                 record = {"op": "elementwise", "model": model, "dtype": "bf16", "m": m, "hidden": h,
-                          "inter": i, "bytes": 2 * m * (6 * h + 3 * i), "kernels": 6}
+                          "inter": i, "bytes": 2 * m * (8 * h + 3 * i), "kernels": 6}
 
                 def make(m: int = m, h: int = h, i: int = i) -> list[Any]:
                     return [(self.rand(m, h), self.rand(m, h), self.rand(h), self.rand(m, 2 * i))]
@@ -289,24 +291,32 @@ class Profiler:
                          _sample, make)
 
     def decode_step(self) -> None:
-        for model, spec in self.models.items():
-            s = spec["shard"]
-            for b, ctx in self.settings["step"]:
-                weights = sum(n * k for n, k in s["gemms"].values()) * 2
-                record = {"op": "decode_step", "model": model, "dtype": "bf16", "batch": b,
-                          "ctx": ctx, "layers": s["layers"], "weight_bytes": weights,
-                          "kv_bytes": 2 * b * ctx * s["hkv"] * s["d"] * 2 * s["layers"]}
-                self.measure(f"decode_step/bf16/{model}/B={b}/ctx={ctx}", "decode_step", record,
-                             _step_call, lambda s=s, b=b, ctx=ctx: [self._step_state(s, b, ctx)])
+        steps = [("bf16", m, bc) for m in self.models for bc in self.settings["step"]]
+        if self.fp8:  # the TP8 shard in FP8 (W8A8, per-tensor scales), as the H100 table
+            steps += [("fp8", m, bc) for m in self.models if self.models[m]["tp"] > 1
+                      for bc in self.settings["step_fp8"]]
+        for dtype, model, (b, ctx) in steps:
+            s = self.models[model]["shard"]
+            layer = sum(n * k for name, (n, k) in s["gemms"].items() if name != "lm_head")
+            n_head, k_head = s["gemms"]["lm_head"]
+            record = {"op": "decode_step", "model": model, "dtype": dtype, "batch": b, "ctx": ctx,
+                      "layers": s["layers"], "attn_variant": "cudnn" if self.cuda else "math",
+                      "weight_bytes": s["layers"] * layer * (1 if dtype == "fp8" else 2)
+                      + n_head * k_head * 2,  # the LM head stays BF16
+                      "kv_bytes": 2 * b * ctx * s["hkv"] * s["d"] * 2 * s["layers"]}
+            self.measure(f"decode_step/{dtype}/{model}/B={b}/ctx={ctx}", "decode_step", record,
+                         _step_call, partial(self._step_state, s, b, ctx, dtype))
 
-    def _step_state(self, s: dict[str, Any], b: int, ctx: int) -> dict[str, Any]:
+    def _step_state(self, s: dict[str, Any], b: int, ctx: int, dtype: str) -> list[dict[str, Any]]:
         g = s["gemms"]
-        layers = [{name: self.rand(*g[name]) for name in ("qkv", "o", "gate_up", "down")}
+        wdtype = torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16
+        layers = [{name: self.rand(*g[name], dtype=wdtype) for name in ("qkv", "o", "gate_up", "down")}
                   | {"k": self.rand(b, s["hkv"], ctx, s["d"]), "v": self.rand(b, s["hkv"], ctx, s["d"]),
                      "norm": self.rand(s["h"])}
                   for _ in range(s["layers"])]
-        return {"x": self.rand(b, s["h"]), "layers": layers, "lm_head": self.rand(*g["lm_head"]),
-                "hq": s["hq"], "hkv": s["hkv"], "d": s["d"]}
+        return [{"x": self.rand(b, s["h"]), "layers": layers, "lm_head": self.rand(*g["lm_head"]),
+                 "hq": s["hq"], "hkv": s["hkv"], "d": s["d"], "cudnn": self.cuda,
+                 "one": torch.ones((), device=self.device)}]
 
     def collective(self) -> None:
         world = torch.cuda.device_count() if self.cuda else (2 if self.tiny else 1)
@@ -332,11 +342,22 @@ class Profiler:
                 return
         self.results.extend(got)
 
-    def run(self) -> dict[str, Any]:
+    def run(self, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """Every section in turn; ``save`` gets the document so far after each one, so a
+        process that dies later (a driver fault) leaves what it had measured."""
         torch.manual_seed(0)
-        for section in (self.ref, self.gemm, self.attention, self.elementwise, self.sampling,
-                        self.decode_step, self.collective):
-            section()
+        for name in ("ref", "gemm", "attention", "elementwise", "sampling", "decode_step",
+                     "collective"):
+            try:
+                getattr(self, name)()
+            except Exception as exc:  # one section's fault must not lose the others' timings
+                self.errors.append({"id": name, "section": name,
+                                    "error": f"{type(exc).__name__}: "
+                                             f"{(str(exc).splitlines() or [''])[0][:300]}"})
+            save(self.document())
+        return self.document()
+
+    def document(self) -> dict[str, Any]:
         env = {"torch": torch.__version__, "python": platform.python_version(),
                "device_type": self.device.type}
         device = platform.processor() or platform.machine()
@@ -372,12 +393,29 @@ def _matmul_attention(op: Any) -> Any:
     return torch.matmul(scores.softmax(-1), v)
 
 
+def _rms_norm(x: Any, w: Any) -> Any:
+    """One RMSNorm kernel where torch has it (F.rms_norm), else the unfused chain."""
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), w, 1e-6)
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w
+
+
+def _linear(x: Any, w: Any, one: Any = None) -> Any:
+    """``x @ w.T``: BF16, or W8A8 FP8 with per-tensor scales (the activation quantised first)."""
+    if w.dtype == torch.float8_e4m3fn:
+        return torch._scaled_mm(x.to(torch.float8_e4m3fn), w.t(), scale_a=one, scale_b=one,
+                                out_dtype=torch.bfloat16)
+    return F.linear(x, w)
+
+
 def _layer_elementwise(op: Any) -> Any:
+    """A layer's element-wise work, unfused: two residual adds, two RMSNorms, the SwiGLU."""
     x, res, w, gu = op
-    y = x + res  # residual add
-    y = y * torch.rsqrt(y.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(y.dtype) * w  # RMSNorm
+    res = x + res  # attention's residual add
+    y = _rms_norm(res, w)  # the MLP's input norm
+    res = y + res  # the MLP's residual add
     half = gu.shape[-1] // 2
-    return y, F.silu(gu[:, :half]) * gu[:, half:]  # SwiGLU activation
+    return _rms_norm(res, w), F.silu(gu[:, :half]) * gu[:, half:]  # next norm, activation
 
 
 def _sample(logits: torch.Tensor) -> torch.Tensor:
@@ -386,20 +424,29 @@ def _sample(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _step_call(st: dict[str, Any]) -> Any:
-    x = st["x"]
+    x, one = st["x"], st["one"]
     b = x.shape[0]
-    hq, hkv, d = st["hq"], st["hkv"], st["d"]
+    hq, d = st["hq"], st["d"]
     for lay in st["layers"]:
-        y = x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * lay["norm"]
-        qkv = F.linear(y, lay["qkv"])
+        qkv = _linear(_rms_norm(x, lay["norm"]), lay["qkv"], one)
         q = qkv[:, : hq * d].reshape(b, hq, 1, d)
-        att = F.scaled_dot_product_attention(q, lay["k"], lay["v"], enable_gqa=hq != hkv)
-        x = x + F.linear(att.reshape(b, hq * d), lay["o"])
-        y = x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * lay["norm"]
-        gu = F.linear(y, lay["gate_up"])
+        att = _attend(q, lay["k"], lay["v"], st["cudnn"])
+        x = x + _linear(att.reshape(b, hq * d), lay["o"], one)
+        gu = _linear(_rms_norm(x, lay["norm"]), lay["gate_up"], one)
         half = gu.shape[-1] // 2
-        x = x + F.linear(F.silu(gu[:, :half]) * gu[:, half:], lay["down"])
+        x = x + _linear(F.silu(gu[:, :half]) * gu[:, half:], lay["down"], one)
     return _sample(F.linear(x, st["lm_head"]).float())
+
+
+def _attend(q: Any, k: Any, v: Any, cudnn: bool) -> Any:
+    """Decode attention in a step: cuDNN on a GPU (the fastest measured kernel), else default."""
+    gqa = q.shape[1] != k.shape[1]
+    if not cudnn:
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
 
 
 def _collective_rank(rank: int, world: int, cuda: bool, settings: dict[str, Any], out: str,
@@ -456,9 +503,13 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     if args.tiny:
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    doc = Profiler(args.tiny, args.budget_s).run()
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
+    def save(doc: dict[str, Any]) -> None:
+        tmp = f"{args.out}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(tmp, args.out)  # whole or not at all
+
+    doc = Profiler(args.tiny, args.budget_s).run(save)
     print(f"measured {len(doc['results'])} operators in {doc['elapsed_s']} s on {doc['device']} "
           f"({len(doc['skipped'])} skipped, {len(doc['errors'])} refused)", file=sys.stderr)
     return 0

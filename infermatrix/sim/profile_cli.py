@@ -99,6 +99,11 @@ def profile(args: argparse.Namespace) -> int:
             if "No module named 'torch'" in proc.stderr:
                 tail = (f"{args.python} has no torch: pip install 'infermatrix[profile]', or "
                         "name an interpreter that has it with --python")
+            if raw.is_file():  # the sections measured before the fault are kept, not lost
+                kept = args.output.with_name(args.output.stem + ".partial.json")
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_bytes(raw.read_bytes())
+                tail += f" (what it had measured is kept in {kept})"
             raise SimConfigError(f"measuring failed: {tail}")
         doc = json.loads(raw.read_text(encoding="utf-8"))
     cat_names = list(load_catalog(args.catalog_root).hardware)
@@ -111,11 +116,14 @@ def profile(args: argparse.Namespace) -> int:
            "provenance": "measured by `infermatrix sim profile`" + (" --tiny (CPU, tests only)"
                                                                    if args.tiny else ""),
            **{k: v for k, v in doc.items() if k != "schema"}}
-    try:
-        fitted = fit(out)  # a profile the simulator cannot fit is not written
-    except (KeyError, ValueError) as exc:
-        raise SimConfigError(f"the measurements cannot be fitted: {exc}") from None
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fitted = fit(out)  # a profile the simulator cannot fit is not written ...
+    except (KeyError, ValueError) as exc:
+        kept = args.output.with_name(args.output.stem + ".unfitted.json")
+        kept.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")  # ... nor lost
+        raise SimConfigError(f"the measurements cannot be fitted ({exc}); they are kept in "
+                             f"{kept}") from None
     args.output.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"profile: {args.output} ({len(out['results'])} measurements on {doc['device']} in "
           f"{doc['elapsed_s']} s; {len(doc['skipped'])} skipped, {len(doc['errors'])} refused)")

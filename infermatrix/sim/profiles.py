@@ -2,7 +2,8 @@
 
 A profile is a JSON document (format ``infermatrix-profile/1``, docs/sim.md "Hardware
 profiles") written by ``infermatrix sim profile`` on the GPU it describes; the measured H100
-table ships as data/profiles/h100-sxm-2026-11.json. A catalog hardware entry names one
+table ships as data/profiles/h100-sxm-2026-11.json, and what ``sim profile`` measured on an
+H100 and an H200 (2026-11-28) as h100-sxm-2026-11-28.json and h200-sxm-2026-11-28.json. A catalog hardware entry names one
 (``profile: h100-sxm-2026-11`` for a built-in profile, or a path relative to the catalog
 root), and the step model then times that hardware's GEMMs and attention with the curves
 opfit.py fits to it. A measurement file of the same records in the ``opcheck/1`` schema (the

@@ -118,6 +118,61 @@ def test_a_python_without_torch_is_named_with_the_extra(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1
 
 
+FAULTY_MEASURE = """
+import os, sys
+if __name__ == "__main__":
+    sys.argv = sys.argv[1:]  # [opmeasure.py, --out, ...]
+    sys.path.insert(0, os.path.dirname(sys.argv[0]))
+import opmeasure
+
+def crash(self):  # a driver fault: the process dies, no exception, no cleanup
+    os._exit(7)
+
+def refuse(self):
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+if __name__ == "__main__":  # not in the collective's spawned ranks
+    fault = {"crash": crash, "raise": refuse}[os.environ["FAULT"]]
+    setattr(opmeasure.Profiler, os.environ["FAULT_SECTION"], fault)
+    sys.exit(opmeasure.main())
+"""
+
+
+@pytest.mark.slow  # two tiny profiles on the CPU
+@pytest.mark.timeout(900)
+def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) -> None:
+    """A section that raises is listed in `errors` and the others are measured and written;
+    a measuring process that dies leaves what it had measured beside the output, named in
+    one line (exit 2), never lost."""
+    torch_py = torch_python()
+    (tmp_path / "faulty.py").write_text(FAULTY_MEASURE)
+    python = tmp_path / "python"  # an "interpreter" that runs the measuring with a fault in it
+    python.write_text(f'#!/bin/sh\nexec "{torch_py}" "{tmp_path / "faulty.py"}" "$@"\n')
+    python.chmod(0o755)
+    env = {**os.environ, "FAULT": "raise", "FAULT_SECTION": "sampling"}
+    out = tmp_path / "raised.json"
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
+                           str(out), "--python", str(python)], capture_output=True, text=True,
+                          timeout=600, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    doc = load_profile(out)
+    assert [e["section"] for e in doc["errors"]] == ["sampling"], doc["errors"]
+    assert "illegal memory access" in doc["errors"][0]["error"]
+    sections = {r["section"] for r in doc["results"]}
+    assert sections == SECTIONS - {"sampling"}, sections  # the sections after it were measured
+
+    env = {**env, "FAULT": "crash", "FAULT_SECTION": "attention"}
+    out = tmp_path / "crashed.json"
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
+                           str(out), "--python", str(python)], capture_output=True, text=True,
+                          timeout=600, check=False, env=env)
+    partial = tmp_path / "crashed.partial.json"
+    assert proc.returncode == 2 and str(partial) in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not out.exists()
+    kept = json.loads(partial.read_text())
+    assert {r["section"] for r in kept["results"]} == {"ref", "gemm"}  # measured before the fault
+
+
 def test_opcheck_reads_profiles_and_refuses_what_is_not_one(tmp_path: Path) -> None:
     builtin = REPO / "infermatrix" / "sim" / "data" / "profiles" / "h100-sxm-2026-11.json"
     proc = sim("opcheck", str(builtin), "--hardware", "H100", timeout=120)
