@@ -49,6 +49,7 @@ import numpy as np
 from .collectives import ACT_BYTES, layer_collectives
 from .lm_head import LM_HEAD_DTYPE, LMHead
 from .prefill_graphs import graphed_prefill_tokens
+from .profile_gemms import ProfileGemms
 from .profiles import fit_file
 from .rank_placement import expected_max_load
 from .spec_cost import host_costs
@@ -161,14 +162,12 @@ class StepModel:
         self.dense_max = max(self.dense_w, 2 * gemm.floor_us * US)
         # a measured profile (profiles.py) times the GEMMs shape by shape instead
         self.fit = fit_file(cfg.operator_profile) if cfg.operator_profile else None
-        # per-m GEMM times, as measured (burst) and as a serving step runs them (sustained)
-        self._gemm_memos: tuple[dict[float, tuple[float, float]], ...] = ({}, {})
         # The profile's GEMMs were timed in short bursts, at boost clock; a serving step's
         # compute-bound GEMMs run at the clock the board's power limit sustains (the table's
         # sustained_clock share; the tables' own compute shares are end-to-end, sustained).
         self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
-        if self.fit is not None:
-            self._gemm_shapes(cfg, arch, mla, heads, head_dim, tpa, p_dense)
+        self.profile_gemms = (ProfileGemms(cfg, self.fit, arch, mla, heads, head_dim, tpa, p_dense)
+                              if self.fit is not None else None)
         self.lm_head = LMHead(cfg, row("gemm", LM_HEAD_DTYPE), tpa, self.fit)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
@@ -282,43 +281,14 @@ class StepModel:
         ``sustained`` as a serving step runs it (see clock)."""
         return self.lm_head.seconds(sampled, self.clock if sustained else 1.0)
 
-    def _gemm_shapes(self, cfg: SimConfig, arch, mla: bool, heads: int,  # type: ignore[no-untyped-def]
-                     head_dim: float, tpa: int, p_dense: float) -> None:
-        """The (N, K) weights a layer's GEMMs multiply on one GPU, for the profile's curves:
-        attention projections (GQA/MHA: QKV, O; MLA: its low-rank projections and O) and the
-        dense MLP (gate_up, down; its width from the dense parameters a layer holds)."""
-        h = cfg.hidden_size
-        if mla:
-            self.attn_gemms = [(cfg.whole_params / cfg.layers / h, h),  # the whole down-projections
-                               (heads * arch.mla_qk_head / tpa, arch.mla_q_lora),
-                               (heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head) / tpa,
-                                arch.mla_latent),
-                               (h, heads * arch.mla_v_head / tpa)]
-        else:
-            kv = max(cfg.kv_heads / tpa, 1.0)
-            self.attn_gemms = [((heads / tpa + 2 * kv) * head_dim, h), (h, heads * head_dim / tpa)]
-        inter = p_dense / (3 * h) / tpa
-        self.dense_gemms = [(2 * inter, h), (h, inter)]
-        self.gemm_fit = self.fit.gemm_for(cfg.matmul_dtype)  # type: ignore[union-attr]
-
     def _gemms(self, m: float, sustained: bool = False) -> tuple[float, float]:
         """(attention projections, dense MLP) of one layer at ``m`` tokens on one GPU: as the
         profile measured them, or ``sustained`` as a serving step runs them (see clock)."""
-        if self.fit is None:
+        if self.profile_gemms is None:
             a, d = self.attn_proj_s_tok * m, self.dense_s_tok * m
             return (a if a > self.attn_proj_max else self.attn_proj_max,
                     d if d > self.dense_max else self.dense_max)
-        memo = self._gemm_memos[sustained]
-        got = memo.get(m)
-        if got is None:
-            cfg, g = self.cfg, self.gemm_fit
-            b, bw = cfg.rest_bytes_per_param, cfg.hbm_bw
-            peak = cfg.peak_flops * (self.clock if sustained else 1.0)
-            got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)
-                        for shapes in (self.attn_gemms, self.dense_gemms))
-            if len(memo) < 65536:
-                memo[m] = got  # type: ignore[assignment]
-        return got  # type: ignore[return-value]
+        return self.profile_gemms.seconds(m, self.clock, sustained)
 
     # ------------------------------------------------------------------ pieces
 

@@ -208,7 +208,8 @@ def test_mla_down_projections_run_whole_on_every_gpu() -> None:
                                                   rel=1e-9)
     # the measured-profile path multiplies the same whole GEMM on every GPU
     fit = StepModel(config("H200", model="deepseek-r1-0528", tp=8))
-    assert fit.attn_gemms[0] == (arch.mla_q_lora + arch.mla_latent + arch.mla_rope, 7168)
+    assert fit.profile_gemms is not None
+    assert fit.profile_gemms.attn_gemms[0] == (arch.mla_q_lora + arch.mla_latent + arch.mla_rope, 7168)
 
 
 def _mla_split_params(arch) -> float:  # type: ignore[no-untyped-def]

@@ -1,0 +1,49 @@
+"""A layer's dense GEMMs on a measured profile's curve (profiles.py, opfit.py): the attention
+projections (GQA/MHA: QKV and O; MLA: its low-rank projections and O) and the dense MLP
+(gate_up and down, its width from the dense parameters a layer holds), each timed at its own
+(N, K) shape on one GPU, as the profile measured them or as a serving step sustains them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import SimConfig
+    from .opfit import OperatorFit
+
+MAX_MEMO = 65536  # token counts remembered per clock (a run asks for a few hundred)
+
+
+class ProfileGemms:
+    def __init__(self, cfg: SimConfig, fit: OperatorFit, arch: Any, mla: bool, heads: int,
+                 head_dim: float, tpa: int, p_dense: float):
+        h = cfg.hidden_size
+        if mla:
+            self.attn_gemms = [(cfg.whole_params / cfg.layers / h, h),  # the whole down-projections
+                               (heads * arch.mla_qk_head / tpa, arch.mla_q_lora),
+                               (heads * (arch.mla_qk_head - arch.mla_rope + arch.mla_v_head) / tpa,
+                                arch.mla_latent),
+                               (h, heads * arch.mla_v_head / tpa)]
+        else:
+            kv = max(cfg.kv_heads / tpa, 1.0)
+            self.attn_gemms = [((heads / tpa + 2 * kv) * head_dim, h), (h, heads * head_dim / tpa)]
+        inter = p_dense / (3 * h) / tpa
+        self.dense_gemms = [(2 * inter, h), (h, inter)]
+        self.curve = fit.gemm_for(cfg.matmul_dtype)
+        self.bytes, self.hbm_bw, self.peak = cfg.rest_bytes_per_param, cfg.hbm_bw, cfg.peak_flops
+        # per-m times, as measured (burst) and as a serving step runs them (sustained)
+        self._memos: tuple[dict[float, tuple[float, float]], ...] = ({}, {})
+
+    def seconds(self, m: float, clock: float, sustained: bool) -> tuple[float, float]:
+        """(attention projections, dense MLP) at ``m`` tokens; ``clock``: the share of the
+        burst compute peak a sustained step runs at (1.0 as measured)."""
+        memo = self._memos[sustained]
+        got = memo.get(m)
+        if got is None:
+            g, b, bw = self.curve, self.bytes, self.hbm_bw
+            peak = self.peak * (clock if sustained else 1.0)
+            got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)  # type: ignore[assignment]
+                        for shapes in (self.attn_gemms, self.dense_gemms))
+            if len(memo) < MAX_MEMO:
+                memo[m] = got  # type: ignore[assignment]
+        return got  # type: ignore[return-value]
