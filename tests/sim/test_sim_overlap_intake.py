@@ -38,8 +38,11 @@ def test_a_request_arriving_during_a_busy_step_waits_one_more_step(engine: str) 
     assert step and step > 0
     extra = [y.ttft - x.ttft for x, y in zip(a.results[1:], b.results[1:], strict=True)]
     # the step launched before the poll: one decode step (the newcomers arrive alone, so the
-    # step is the long request's decode), generous tolerance for the batch growing by one
-    assert all(0.5 * step < e < 2.0 * step for e in extra), (extra, step)
+    # step is the long request's decode), generous tolerance for the batch growing by one. The
+    # two runs' step grids drift apart, so one newcomer may arrive just before a step ends in
+    # one run and just after one starts in the other: its extra wait then nears two steps
+    assert all(0 < e < 2.5 * step for e in extra), (extra, step)
+    assert 0.5 * step < sorted(extra)[len(extra) // 2] < 1.5 * step, (extra, step)
 
 
 @pytest.mark.parametrize("engine", ["sglang", "trtllm", "vllm"])

@@ -215,3 +215,25 @@ def test_a_hardware_entry_naming_a_missing_profile_is_refused_at_its_line(tmp_pa
                            str(root)], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"hardware.yaml:{line}" in proc.stderr and "h100-nowhere" in proc.stderr, proc.stderr
+
+
+def test_the_sustained_clock_script_measures_bursts_and_windows(tmp_path: Path) -> None:
+    """scripts/measure_sustained_clock.py (the sustained_clock row's measurement): --tiny runs
+    the same phases on the CPU, writes every window and a share per phase; bad input is one
+    line, exit 2."""
+    script = REPO / "scripts" / "measure_sustained_clock.py"
+    out = tmp_path / "s.json"
+    proc = subprocess.run([torch_python(), str(script), "--out", str(out), "--tiny",
+                           "--seconds", "1"], capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "sustained-clock/1" and doc["tiny"] is True
+    assert [p["phase"] for p in doc["phases"]] == ["gemm bf16", "hbm copy"]  # no fp8 on a CPU
+    for p in doc["phases"]:
+        assert p["burst"] > 0 and p["sustained"] > 0 and len(p["windows"]) >= 1
+        assert p["share"] == pytest.approx(p["sustained"] / p["burst"])
+    assert "gemm bf16" in proc.stdout and "of burst" in proc.stdout
+    proc = subprocess.run([torch_python(), str(script), "--out", str(out), "--seconds", "0"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr

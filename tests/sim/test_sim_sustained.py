@@ -1,6 +1,7 @@
 """The sustained clock: a measured profile times its GEMMs in bursts, at boost clock; a serving
 step's compute-bound GEMMs run at the clock the board's power limit sustains (the table's
-sustained_clock share, fitted on calibrate rows), its memory-bound ones keep their speed."""
+sustained_clock share, measured on an H100 and an H200 by scripts/measure_sustained_clock.py),
+its memory-bound ones keep their speed."""
 
 from __future__ import annotations
 
