@@ -142,8 +142,8 @@ if __name__ == "__main__":  # not in the collective's spawned ranks
 @pytest.mark.timeout(900)
 def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) -> None:
     """A section that raises is listed in `errors` and the others are measured and written;
-    a measuring process that dies leaves what it had measured beside the output, named in
-    one line (exit 2), never lost."""
+    a measuring process that dies, or measurements the simulator cannot fit, leave what was
+    measured beside the output, named in one line (exit 2), never lost."""
     torch_py = torch_python()
     (tmp_path / "faulty.py").write_text(FAULTY_MEASURE)
     python = tmp_path / "python"  # an "interpreter" that runs the measuring with a fault in it
@@ -171,6 +171,17 @@ def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) 
     assert proc.stderr.count("\n") == 1 and not out.exists()
     kept = json.loads(partial.read_text())
     assert {r["section"] for r in kept["results"]} == {"ref", "gemm"}  # measured before the fault
+
+    # no attention at all: the simulator cannot fit it, so no profile, but the file is kept
+    env = {**env, "FAULT": "raise", "FAULT_SECTION": "attention"}
+    out = tmp_path / "unfittable.json"
+    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
+                           str(out), "--python", str(python)], capture_output=True, text=True,
+                          timeout=600, check=False, env=env)
+    unfitted = tmp_path / "unfittable.unfitted.json"
+    assert proc.returncode == 2 and str(unfitted) in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not out.exists()
+    assert "gemm" in {r["section"] for r in json.loads(unfitted.read_text())["results"]}
 
 
 def test_opcheck_reads_profiles_and_refuses_what_is_not_one(tmp_path: Path) -> None:
