@@ -244,7 +244,9 @@ class StepModel:
             self.att_pos_d, self.att_pos_p = fd.per_pos_s, fp.per_token_s
             self.kv_main_s *= att_d.memory_eff / fd.mem_eff
             self.kv_index_s *= att_d.memory_eff / fd.mem_eff
-            self.pre_s_pair *= att_p.compute_eff / fp.comp_eff
+            # ... and a prefill's attention saturates the tensor cores as a prefill GEMM does:
+            # the profile timed it in bursts, a serving step runs it at the sustained clock
+            self.pre_s_pair *= att_p.compute_eff / (fp.comp_eff * self.clock)
 
         # ---- element-wise kernels (norms, rotary, activation, residuals): per token the fused
         # add + RMSNorm pairs read and write the hidden state and the residual (8 x hidden), and
