@@ -148,7 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     src, dst = rand(nbytes // 2).to(torch.bfloat16), rand(nbytes // 2).to(torch.bfloat16)
     phases.append(phase(torch, cuda, sensors, "hbm copy", lambda: dst.copy_(src), 2.0 * nbytes,
                         "TB/s", args.seconds / 2))
-    scale = {"TFLOP/s": 1e12, "TB/s": 1e12}
     device = torch.cuda.get_device_name(0) if cuda else (platform.processor() or platform.machine())
     doc = {"schema": "sustained-clock/1", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "device": device, "tiny": args.tiny, "gemm_mnk": [m, n, k], "seconds": args.seconds,
@@ -158,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(doc, f, indent=1)
     print(f"{device}, {args.seconds:g} s a phase, GEMM {m}x{n}x{k}")
     for ph in phases:
-        s = scale[ph["unit"]]
+        s = 1e12  # TFLOP/s and TB/s alike
         sensed = ", ".join(f"{k[5:]} {ph[k]:.0f}" for k in ("late_sm_mhz", "late_power_w",
                                                             "late_temp_c") if k in ph)
         print(f"  {ph['phase']:10s} burst {ph['burst'] / s:8.1f} {ph['unit']}, sustained "

@@ -166,8 +166,8 @@ class StepModel:
         # compute-bound GEMMs run at the clock the board's power limit sustains (the table's
         # sustained_clock share; the tables' own compute shares are end-to-end, sustained).
         self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
-        self.profile_gemms = (ProfileGemms(cfg, self.fit, arch, mla, heads, head_dim, tpa, p_dense)
-                              if self.fit is not None else None)
+        self.profile_gemms = (ProfileGemms(cfg, self.fit, arch, mla, heads, head_dim, tpa, p_dense,
+                                           self.clock) if self.fit is not None else None)
         self.lm_head = LMHead(cfg, row("gemm", LM_HEAD_DTYPE), tpa, self.fit)
 
         # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
@@ -290,7 +290,7 @@ class StepModel:
             a, d = self.attn_proj_s_tok * m, self.dense_s_tok * m
             return (a if a > self.attn_proj_max else self.attn_proj_max,
                     d if d > self.dense_max else self.dense_max)
-        return self.profile_gemms.seconds(m, self.clock, sustained)
+        return self.profile_gemms.seconds(m, sustained)
 
     # ------------------------------------------------------------------ pieces
 

@@ -196,7 +196,7 @@ class Profiler:
                      lambda ab: ab[0] @ ab[1], lambda: [(self.rand(s, s), self.rand(s, s))])
         if self.fp8:
             self.measure("ref/mm_fp8", "ref", {"op": "mm_fp8", "dtype": "fp8", **mm},
-                         lambda op: _linear(op[0], op[1], op[2]),
+                         lambda op: _linear(*op),
                          lambda: [(self.rand(s, s, dtype=torch.float8_e4m3fn),
                                    self.rand(s, s, dtype=torch.float8_e4m3fn),
                                    torch.ones((), device=self.device))])
@@ -315,7 +315,7 @@ class Profiler:
                      "norm": self.rand(s["h"])}
                   for _ in range(s["layers"])]
         return [{"x": self.rand(b, s["h"]), "layers": layers, "lm_head": self.rand(*g["lm_head"]),
-                 "hq": s["hq"], "hkv": s["hkv"], "d": s["d"], "cudnn": self.cuda,
+                 "hq": s["hq"], "d": s["d"], "cudnn": self.cuda,
                  "one": torch.ones((), device=self.device)}]
 
     def collective(self) -> None:

@@ -100,9 +100,7 @@ def profile(args: argparse.Namespace) -> int:
                 tail = (f"{args.python} has no torch: pip install 'infermatrix[profile]', or "
                         "name an interpreter that has it with --python")
             if raw.is_file():  # the sections measured before the fault are kept, not lost
-                kept = args.output.with_name(args.output.stem + ".partial.json")
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_bytes(raw.read_bytes())
+                kept = _keep_beside(args.output, ".partial.json", raw.read_text(encoding="utf-8"))
                 tail += f" (what it had measured is kept in {kept})"
             raise SimConfigError(f"measuring failed: {tail}")
         doc = json.loads(raw.read_text(encoding="utf-8"))
@@ -116,20 +114,27 @@ def profile(args: argparse.Namespace) -> int:
            "provenance": "measured by `infermatrix sim profile`" + (" --tiny (CPU, tests only)"
                                                                    if args.tiny else ""),
            **{k: v for k, v in doc.items() if k != "schema"}}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     try:
         fitted = fit(out)  # a profile the simulator cannot fit is not written ...
     except (KeyError, ValueError) as exc:
-        kept = args.output.with_name(args.output.stem + ".unfitted.json")
-        kept.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")  # ... nor lost
+        kept = _keep_beside(args.output, ".unfitted.json", json.dumps(out, indent=1) + "\n")
         raise SimConfigError(f"the measurements cannot be fitted ({exc}); they are kept in "
                              f"{kept}") from None
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"profile: {args.output} ({len(out['results'])} measurements on {doc['device']} in "
           f"{doc['elapsed_s']} s; {len(doc['skipped'])} skipped, {len(doc['errors'])} refused)")
     _print_fit(out, fitted)
     print(f"use it: `profile: {args.output}` in matrix/hardware.yaml's {name} entry")
     return 0
+
+
+def _keep_beside(output: Path, suffix: str, text: str) -> Path:
+    """Measurements that cannot become the profile (``... nor lost``), beside where it would be."""
+    kept = output.with_name(output.stem + suffix)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(text, encoding="utf-8")
+    return kept
 
 
 def _print_fit(doc: dict[str, Any], fitted: Any) -> list[FamilySummary]:

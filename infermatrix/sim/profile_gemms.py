@@ -16,7 +16,7 @@ MAX_MEMO = 65536  # token counts remembered per clock (a run asks for a few hund
 
 class ProfileGemms:
     def __init__(self, cfg: SimConfig, fit: OperatorFit, arch: Any, mla: bool, heads: int,
-                 head_dim: float, tpa: int, p_dense: float):
+                 head_dim: float, tpa: int, p_dense: float, clock: float):
         h = cfg.hidden_size
         if mla:
             self.attn_gemms = [(cfg.whole_params / cfg.layers / h, h),  # the whole down-projections
@@ -30,18 +30,18 @@ class ProfileGemms:
         inter = p_dense / (3 * h) / tpa
         self.dense_gemms = [(2 * inter, h), (h, inter)]
         self.curve = fit.gemm_for(cfg.matmul_dtype)
-        self.bytes, self.hbm_bw, self.peak = cfg.rest_bytes_per_param, cfg.hbm_bw, cfg.peak_flops
+        self.bytes, self.hbm_bw = cfg.rest_bytes_per_param, cfg.hbm_bw
+        # the compute peak as measured (burst) and as a serving step sustains it
+        self.peaks = (cfg.peak_flops, cfg.peak_flops * clock)
         # per-m times, as measured (burst) and as a serving step runs them (sustained)
         self._memos: tuple[dict[float, tuple[float, float]], ...] = ({}, {})
 
-    def seconds(self, m: float, clock: float, sustained: bool) -> tuple[float, float]:
-        """(attention projections, dense MLP) at ``m`` tokens; ``clock``: the share of the
-        burst compute peak a sustained step runs at (1.0 as measured)."""
+    def seconds(self, m: float, sustained: bool) -> tuple[float, float]:
+        """(attention projections, dense MLP) at ``m`` tokens, as measured or ``sustained``."""
         memo = self._memos[sustained]
         got = memo.get(m)
         if got is None:
-            g, b, bw = self.curve, self.bytes, self.hbm_bw
-            peak = self.peak * (clock if sustained else 1.0)
+            g, b, bw, peak = self.curve, self.bytes, self.hbm_bw, self.peaks[sustained]
             got = tuple(sum(g.seconds(m, n, k, n * k * b, peak, bw) for n, k in shapes)  # type: ignore[assignment]
                         for shapes in (self.attn_gemms, self.dense_gemms))
             if len(memo) < MAX_MEMO:

@@ -33,14 +33,14 @@ SHAPES = {("llama-3.1-8b-tp1", "bf16"): ("llama-3.1-8b-instruct", "bf16", 1),
           ("llama-3.1-70b-tp8", "fp8"): ("llama-3.1-70b-instruct", "fp8", 8)}
 
 
-def h100(model: str, precision: str, tp: int) -> StepModel:
-    cfg = SimConfig.from_parts(catalog(), "H100", model, precision, tp=tp)
-    assert cfg.operator_profile and Path(cfg.operator_profile).name == H100_PROFILE.name
-    return StepModel(cfg)
-
-
 def step_model(hardware: str, model: str, precision: str, tp: int) -> StepModel:
     return StepModel(SimConfig.from_parts(catalog(), hardware, model, precision, tp=tp))
+
+
+def h100(model: str, precision: str, tp: int) -> StepModel:
+    sm = step_model("H100", model, precision, tp)
+    assert sm.cfg.operator_profile and Path(sm.cfg.operator_profile).name == H100_PROFILE.name
+    return sm
 
 
 def test_every_operator_family_fits_the_measured_h100_table() -> None:

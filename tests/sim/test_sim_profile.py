@@ -45,9 +45,10 @@ def torch_python() -> str:
     pytest.skip(message)
 
 
-def sim(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def sim(*args: str, timeout: float = 600, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "infermatrix.sim", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
+                          text=True, timeout=timeout, check=False, env=env)
 
 
 @pytest.mark.slow  # tens of seconds of CPU measuring on a loaded machine
@@ -138,7 +139,7 @@ if __name__ == "__main__":  # not in the collective's spawned ranks
 """
 
 
-@pytest.mark.slow  # two tiny profiles on the CPU
+@pytest.mark.slow  # three tiny profiles on the CPU
 @pytest.mark.timeout(900)
 def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) -> None:
     """A section that raises is listed in `errors` and the others are measured and written;
@@ -149,11 +150,13 @@ def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) 
     python = tmp_path / "python"  # an "interpreter" that runs the measuring with a fault in it
     python.write_text(f'#!/bin/sh\nexec "{torch_py}" "{tmp_path / "faulty.py"}" "$@"\n')
     python.chmod(0o755)
-    env = {**os.environ, "FAULT": "raise", "FAULT_SECTION": "sampling"}
+
+    def profile(fault: str, section: str, out: Path) -> subprocess.CompletedProcess[str]:
+        return sim("profile", "--tiny", "-o", str(out), "--python", str(python),
+                   env={**os.environ, "FAULT": fault, "FAULT_SECTION": section})
+
     out = tmp_path / "raised.json"
-    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
-                           str(out), "--python", str(python)], capture_output=True, text=True,
-                          timeout=600, check=False, env=env)
+    proc = profile("raise", "sampling", out)
     assert proc.returncode == 0, proc.stderr
     doc = load_profile(out)
     assert [e["section"] for e in doc["errors"]] == ["sampling"], doc["errors"]
@@ -161,11 +164,8 @@ def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) 
     sections = {r["section"] for r in doc["results"]}
     assert sections == SECTIONS - {"sampling"}, sections  # the sections after it were measured
 
-    env = {**env, "FAULT": "crash", "FAULT_SECTION": "attention"}
     out = tmp_path / "crashed.json"
-    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
-                           str(out), "--python", str(python)], capture_output=True, text=True,
-                          timeout=600, check=False, env=env)
+    proc = profile("crash", "attention", out)
     partial = tmp_path / "crashed.partial.json"
     assert proc.returncode == 2 and str(partial) in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and not out.exists()
@@ -173,11 +173,8 @@ def test_a_fault_while_measuring_loses_nothing_already_measured(tmp_path: Path) 
     assert {r["section"] for r in kept["results"]} == {"ref", "gemm"}  # measured before the fault
 
     # no attention at all: the simulator cannot fit it, so no profile, but the file is kept
-    env = {**env, "FAULT": "raise", "FAULT_SECTION": "attention"}
     out = tmp_path / "unfittable.json"
-    proc = subprocess.run([sys.executable, "-m", "infermatrix.sim", "profile", "--tiny", "-o",
-                           str(out), "--python", str(python)], capture_output=True, text=True,
-                          timeout=600, check=False, env=env)
+    proc = profile("raise", "attention", out)
     unfitted = tmp_path / "unfittable.unfitted.json"
     assert proc.returncode == 2 and str(unfitted) in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and not out.exists()
