@@ -87,7 +87,11 @@ class StepModel:
                               cfg.rocm_aiter, moe_tp)
 
         gemm = row("gemm", dtype)
-        moe = row("grouped_gemm", dtype)
+        # 4-bit experts on BF16 tensor cores (Hopper, MI300X) run kernels that dequantise the
+        # weights in their main loop (Marlin, Triton's MXFP4 matmul): their own grouped-GEMM
+        # rows ("w4a16"), the dtype-wide rows where none is given
+        moe = row("grouped_gemm", "w4a16" if dtype == "bf16" and cfg.bytes_per_param < 1.0
+                  else dtype)
         att_d = row("attention_decode")
         att_p = row("attention_prefill")
         elem = row("elementwise")
@@ -176,6 +180,7 @@ class StepModel:
             self.moe_s_assign = 2 * p_expert / G / moe_flops  # per (token, expert) assignment
             self.moe_w_expert = p_expert * b_expert / G / (bw * moe.memory_eff)  # per touched expert
             self.moe_half = moe.tokens_half or 48.0
+            self.moe_tile = moe.tile_rows
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             # the activation between the two grouped GEMMs: gate and up read, product written
             self.moe_act_s_assign = 3 * p_expert / (3 * h) * ACT_BYTES / G / (bw * elem.memory_eff)
@@ -312,10 +317,16 @@ class StepModel:
         if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
             mean = assign / self.ep_ranks
             skew *= 1.0 + math.sqrt(self.ep_log2 / (mean if mean > 1.0 else 1.0))
-        # only touched experts run; t = assign / touched tokens each, and compute / eff(t)
-        # with eff(t) = t / (t + tokens_half) folds into assign + tokens_half × touched
+        # only touched experts run, t = assign / touched tokens each, padded to the kernel's
+        # row tile: tokens_half rows an expert for a fixed tile (eff(t) = t / (t + tokens_half));
+        # a kernel that picks its tile from t pads half of t, at most tokens_half, and an
+        # expert fills at least its smallest tile
         touched = self.experts * (1.0 - self.miss ** tokens)
-        compute = self.moe_s_assign * skew * (assign + self.moe_half * touched)
+        pad = self.moe_half * touched
+        if self.moe_tile is not None and touched > 0.0:
+            t = assign / touched
+            pad = touched * max(self.moe_tile - t, min(0.5 * t, self.moe_half))
+        compute = self.moe_s_assign * skew * (assign + pad)
         memory = touched * self.moe_w_expert
         return max(compute, memory, self.moe_floor) + self.moe_act_s_assign * skew * assign
 

@@ -95,6 +95,10 @@ class OperatorRow(_Strict):
     floor_us: Micros = 0.0
     tokens_half: Annotated[float, Field(gt=0)] | None = None
     """grouped GEMM: tokens per expert at which compute efficiency is half its large-batch value"""
+    tile_rows: Annotated[int, Field(ge=1, le=256)] | None = None
+    """grouped GEMM whose kernel picks its row tile from the tokens per expert: the smallest
+    tile, which a touched expert's tokens fill however few they are; None: one fixed tile
+    (``tokens_half`` rows of padding an expert)"""
     imbalance: Annotated[float, Field(ge=1, le=10)] = 1.0
     """grouped GEMM under expert parallelism: busiest rank's routed load over the mean (routing
     skew; the statistical spread of a finite batch is added on top)"""

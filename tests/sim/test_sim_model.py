@@ -192,6 +192,55 @@ def test_vllm_runs_tritons_moe_where_tp_splits_the_experts_8_ways_from_0_12() ->
     assert moe("0.13.0", ep=8) == moe("0.11.0", ep=8)
 
 
+def test_four_bit_experts_on_hopper_fill_small_tiles_at_a_quarter_of_the_peak() -> None:
+    """gpt-oss's MXFP4 experts on an H100 run Marlin or Triton's matmul_ogs under vLLM from
+    0.10.1 and SGLang from 0.5.0: kernels that pick a 16-row tile for a few tokens an expert
+    and dequantise in their main loop (SGLang PR #38884 measured Marlin's at 25.7% of the BF16
+    peak). A 232-token ShareGPT prefill of gpt-oss-120b (~7 tokens for each of its 128
+    experts) then streams the experts' weights; under TensorRT-LLM, and under vLLM's builds
+    before 0.10.1, the NVIDIA row's 96-token half-efficiency point makes it compute-bound."""
+    t = default_tables()
+
+    def row(engine: str, version: str):  # type: ignore[no-untyped-def]
+        return t.operator("grouped_gemm", "H100", "nvidia", "w4a16", engine=engine,
+                          engine_version=version)
+    assert row("vllm", "0.10.2").tile_rows == row("sglang", "0.5.1.post3").tile_rows == 16
+    assert row("vllm", "0.10.2").compute_eff == pytest.approx(0.28)
+    assert row("vllm", "0.7.3").tile_rows is row("trtllm", "1.2").tile_rows is None
+
+    def moe(engine: str, version: str, tokens: int) -> tuple[float, float]:
+        m = StepModel(config("H100", model="gpt-oss-120b", precision="mxfp4", tp=1,
+                             engine=engine, engine_version=version))
+        assert m.moe_tile == row(engine, version).tile_rows
+        return m._moe_layer(tokens), m.expert_weights_s(tokens)
+    small, weights = moe("vllm", "0.10.2", 232)
+    assert small < 1.3 * weights  # weight-bound, plus the activation and the combine
+    trt, _ = moe("trtllm", "1.2", 232)
+    assert trt > 1.5 * small
+    # at 8K tokens (256 an expert) the dequantising kernel is compute-bound, slower than the
+    # NVIDIA row's 0.45 share: prefill floods take longer
+    assert moe("vllm", "0.10.2", 8192)[0] > 1.2 * moe("trtllm", "1.2", 8192)[0]
+
+
+def test_a_kernel_that_picks_its_tile_pads_an_expert_by_half_its_tokens() -> None:
+    """With a row's ``tile_rows``, a touched expert's t tokens cost max(tile, t + min(t / 2,
+    tokens_half)) rows of compute: one tile at a few tokens, half again in the middle (the
+    tile the next size up), tokens_half rows at many. Without it, t + tokens_half always."""
+    m = StepModel(config("H100", model="gpt-oss-120b", precision="mxfp4", tp=1,
+                         engine="vllm", engine_version="0.10.2"))
+    m.moe_act_s_assign = 0.0  # the compute term alone: no memory bound, no floor, no skew
+    m.moe_w_expert, m.moe_floor, m.moe_skew = 0.0, 0.0, 1.0
+    m.miss = 0.0  # every expert touched by any token
+    experts, k = m.experts, m.k
+
+    def rows_per_expert(tokens: int) -> float:
+        return m._moe_layer(tokens) / (m.moe_s_assign * experts)
+    for t, rows in ((2, 16), (40, 60), (1024, 1024 + 32)):
+        assert rows_per_expert(t * experts // k) == pytest.approx(rows)
+    m.moe_tile = None
+    assert rows_per_expert(2 * experts // k) == pytest.approx(2 + 32)
+
+
 def test_mla_down_projections_run_whole_on_every_gpu() -> None:
     """DeepSeek's query and KV down-projections (hidden -> 1,536 and -> 512 + 64) are not split
     by tensor parallelism (engines replicate them); only the heads' projections are. So a TP8
