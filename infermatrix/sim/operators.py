@@ -181,6 +181,7 @@ class StepModel:
             self.moe_w_expert = p_expert * b_expert / G / (bw * moe.memory_eff)  # per touched expert
             self.moe_half = moe.tokens_half or 48.0
             self.moe_tile = moe.tile_rows
+            self.moe_fixed = 2 * moe.fixed_us * US  # gate_up and down, beyond their roofline
             self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
             # the activation between the two grouped GEMMs: gate and up read, product written
             self.moe_act_s_assign = 3 * p_expert / (3 * h) * ACT_BYTES / G / (bw * elem.memory_eff)
@@ -328,7 +329,8 @@ class StepModel:
             pad = touched * max(self.moe_tile - t, min(0.5 * t, self.moe_half))
         compute = self.moe_s_assign * skew * (assign + pad)
         memory = touched * self.moe_w_expert
-        return max(compute, memory, self.moe_floor) + self.moe_act_s_assign * skew * assign
+        return (max(compute, memory, self.moe_floor) + self.moe_fixed
+                + self.moe_act_s_assign * skew * assign)
 
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
                          decode: bool) -> float:

@@ -95,6 +95,10 @@ class OperatorRow(_Strict):
     floor_us: Micros = 0.0
     tokens_half: Annotated[float, Field(gt=0)] | None = None
     """grouped GEMM: tokens per expert at which compute efficiency is half its large-batch value"""
+    fixed_us: Micros = 0.0
+    """grouped GEMM: time each of a layer's two expert GEMMs takes beyond its roofline (a
+    measured kernel's launch and latency, which does not shrink with the work), added to it
+    rather than taken as a floor"""
     tile_rows: Annotated[int, Field(ge=1, le=256)] | None = None
     """grouped GEMM whose kernel picks its row tile from the tokens per expert: the smallest
     tile, which a touched expert's tokens fill however few they are; None: one fixed tile
