@@ -247,23 +247,28 @@ def test_the_sustained_clock_script_measures_bursts_and_windows(tmp_path: Path) 
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
 
 
-def test_the_marlin_moe_script_plans_vllms_tiles_and_refuses_without_its_kernels(
+def test_the_mxfp4_moe_script_plans_vllms_shapes_and_refuses_without_its_kernels(
         tmp_path: Path) -> None:
-    """scripts/measure_marlin_moe.py (the w4a16 Marlin rows' measurement): --plan lists the
-    points with the block size vLLM's fused_marlin_moe picks and one GPU's share of the
-    intermediate width; asked to measure without vLLM's MoE extension it says so in one line,
-    exit 2 (the GPU run is recorded in docs/measurements)."""
-    script = REPO / "scripts" / "measure_marlin_moe.py"
-    proc = subprocess.run([sys.executable, str(script), "--plan", "--tp", "8", "--models",
-                           "gpt-oss-120b"], capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    points = json.loads(proc.stdout)
-    tiles = {p["tokens"]: p["block_size_m"] for p in points}
+    """scripts/measure_mxfp4_moe.py (the w4a16 rows' measurement): --plan lists the points with
+    the block size vLLM's fused_marlin_moe picks and one GPU's share of the experts as vLLM pads
+    it for each kernel; asked to measure on a machine without CUDA or without vLLM's kernels it
+    says so in one line, exit 2 (the GPU runs are recorded in docs/measurements)."""
+    script = REPO / "scripts" / "measure_mxfp4_moe.py"
+
+    def plan(*args: str) -> list[dict[str, object]]:
+        proc = subprocess.run([sys.executable, str(script), "--plan", *args],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+    marlin = plan("--tp", "8", "--models", "gpt-oss-120b")
+    tiles = {p["tokens"]: p["block_size_m"] for p in marlin}
     # tokens x top-4 / 128 experts a tile, the smallest of 8..64 filled under 0.9
     assert (tiles[1], tiles[232], tiles[1024], tiles[16384]) == (8, 16, 48, 64)
-    assert {p["intermediate"] for p in points} == {384}  # 2,880 / 8 rounded up to 128
-    assert {p["gate_up"]["n"] for p in points} == {768}
+    # Marlin pads hidden to 256 and one GPU's intermediate (2,880 / 8) to 128
+    assert {(p["hidden"], p["intermediate"]) for p in marlin} == {(3072, 384)}
+    triton = plan("--kernel", "triton", "--models", "gpt-oss-20b")
+    assert {(p["hidden"], p["intermediate"], p["experts"]) for p in triton} == {(2880, 2880, 32)}
+    assert all("block_size_m" not in p for p in triton)
     proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "m.json"),
                            "--lib", str(tmp_path / "missing.so")],
                           capture_output=True, text=True, timeout=300, check=False)
