@@ -227,13 +227,13 @@ def test_four_bit_experts_on_hopper_take_their_kernels_rows() -> None:
 @pytest.mark.parametrize(("name", "max_median"), [
     ("marlin-moe-h100-2026-11-28.json", 0.08), ("marlin-moe-h100-tp2-2026-11-28.json", 0.08),
     ("marlin-moe-h200-2026-11-28.json", 0.10), ("marlin-moe-h100-tp8-2026-11-28.json", 0.30),
-    ("triton-moe-h100-2026-11-28.json", 0.08)])
+    ("triton-moe-h100-2026-11-28.json", 0.08), ("triton-moe-h200-2026-11-28.json", 0.10)])
 def test_the_w4a16_rows_read_the_kernel_times_measured_on_hopper(name: str,
                                                                   max_median: float) -> None:
     """docs/measurements/*-moe-*.json: vLLM's two MXFP4 MoE kernels on Hopper timed at
     gpt-oss's shapes (as vLLM pads them) from 1 to 16,384 tokens (scripts/measure_mxfp4_moe.py):
-    Marlin on an H100 (TP1, TP2 and TP8 shares) and an H200, triton_kernels' matmul_ogs on an
-    H100. The step model's expert layer under the vLLM build that runs each (0.10.2: Marlin,
+    Marlin on an H100 (TP1, TP2 and TP8 shares) and an H200, triton_kernels' matmul_ogs on both.
+    The step model's expert layer under the vLLM build that runs each (0.10.2: Marlin,
     0.13.0: triton_kernels), at those shapes and without the activation and combine it adds,
     reads them within the stated median; TP8's narrow Marlin GEMMs run below the fitted share."""
     doc = json.loads((MEASUREMENTS / name).read_text())
