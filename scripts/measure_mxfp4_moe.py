@@ -172,6 +172,7 @@ class Triton:
         self.tensor, self.layout, self.flex = tensor, layout, numerics.InFlexData
         self.act = matmul_ogs.FusedActivation(
             matmul_ogs.FnSpecs("swiglu", swiglu.swiglu_fn, ("alpha", "limit")), SWIGLU, 2)
+        self.experts: tuple[tuple[int, int, int], Any] | None = None  # (shape, weights) of a model
 
     def weights(self, e: int, n: int, k: int, gen: Any) -> Any:
         """Random MXFP4 experts (e, n, k / 2) and their scales, in the Hopper layouts."""
@@ -192,11 +193,11 @@ class Triton:
     def times(self, p: dict[str, Any], gen: Any) -> tuple[float, float, Any]:
         torch, mm = self.torch, self.mm
         e, k, t, hidden, inter = p["experts"], p["top_k"], p["tokens"], p["hidden"], p["intermediate"]
-        key = (e, hidden, inter)
-        if getattr(self, "_key", None) != key:  # the experts, once a model
-            self._key, self._w = key, (self.weights(e, 2 * inter, hidden, gen),
-                                       self.weights(e, hidden, inter, gen))
-        (w1, pc1), (w2, pc2) = self._w
+        shape = (e, hidden, inter)
+        if self.experts is None or self.experts[0] != shape:  # the experts, once a model
+            self.experts = shape, (self.weights(e, 2 * inter, hidden, gen),
+                                   self.weights(e, hidden, inter, gen))
+        (w1, pc1), (w2, pc2) = self.experts[1]
         x = torch.randn(t, hidden, device="cuda", dtype=torch.bfloat16)
         logits = torch.randn(t, e, device="cuda", dtype=torch.float32, generator=gen)
         routing, gather, scatter = self.routing(logits, k)

@@ -10,9 +10,9 @@ infermatrix/sim/data/efficiency.yaml by hardware, dtype and operator:
   latent is read once, every head attends over it: compute-heavy) and prefills un-absorbed;
   DeepSeek sparse attention reads the full context only through its small indexer keys and
   attends to the top-k positions; sliding-window layers attend to the window;
-- MoE: gate, then grouped expert GEMMs whose compute efficiency follows the tokens each expert
-  gets (``eff × t / (t + tokens_half)``) and whose busiest rank carries the routing skew plus the
-  statistical spread of a finite batch; only the experts the batch touches are read;
+- MoE: gate, then grouped expert GEMMs whose compute is padded to the kernel's row tile and
+  whose busiest rank carries the routing skew plus the statistical spread of a finite batch;
+  only the experts the batch touches are read (routed_experts.py);
 - dense MLP (dense layers, shared experts);
 - norms and other element-wise kernels;
 - collectives from the group size and the fabric (two all-reduces per layer for tensor
@@ -40,7 +40,6 @@ size (prefill_graphs.py); otherwise it takes the same eager floor.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -52,6 +51,7 @@ from .prefill_graphs import graphed_prefill_tokens
 from .profile_gemms import ProfileGemms
 from .profiles import fit_file
 from .rank_placement import expected_max_load
+from .routed_experts import RoutedExperts
 from .spec_cost import host_costs
 from .tables import US, EfficiencyTables, OperatorRow, default_tables
 
@@ -106,9 +106,10 @@ class StepModel:
         # the model's own head dimension where it differs from hidden / heads: Qwen3 projects
         # 4,096 hidden onto 64 heads of 128 (config.json head_dim), gpt-oss 2,880 onto 64 of 64
         head_dim = cfg.head_dim or h / heads
-        # bytes per parameter: the routed experts at the run's precision, everything else at
-        # the checkpoint's own where it quantises only the experts (gpt-oss: BF16 attention)
-        b, b_expert = cfg.rest_bytes_per_param, cfg.bytes_per_param
+        # bytes per parameter of all but the routed experts (which run at the run's precision,
+        # routed_experts.py): the checkpoint's own where it quantises only the experts (gpt-oss:
+        # BF16 attention)
+        b = cfg.rest_bytes_per_param
         peak = cfg.peak_flops
         attn_peak = cfg.attention_flops or peak
         bw = cfg.hbm_bw
@@ -144,7 +145,6 @@ class StepModel:
         if mla and self.experts:  # a DeepSeek layer launches several times a dense one's kernels
             heavy = row("eager_dispatch_mla_moe")
             self.eager_layer_s = max(self.eager_layer_s, heavy.floor_us * US)
-        self.miss = 1.0
         self.k = cfg.moe_active_experts
         p_expert = cfg.expert_params / self.experts / L if self.experts else 0.0
         # the embedding and LM head tables (vocab x hidden, one of them when tied) are in the
@@ -174,26 +174,9 @@ class StepModel:
                                            self.clock) if self.fit is not None else None)
         self.lm_head = LMHead(cfg, row("gemm", LM_HEAD_DTYPE), tpa, self.fit)
 
-        # ---- routed experts: spread over all GPUs of the instance (EP or TP-split)
-        if self.experts:
-            moe_flops = peak * moe.compute_eff
-            self.moe_s_assign = 2 * p_expert / G / moe_flops  # per (token, expert) assignment
-            self.moe_w_expert = p_expert * b_expert / G / (bw * moe.memory_eff)  # per touched expert
-            self.moe_half = moe.tokens_half or 48.0
-            self.moe_tile = moe.tile_rows
-            self.moe_fixed = 2 * moe.fixed_us * US  # gate_up and down, beyond their roofline
-            self.moe_floor = (2 * moe.floor_us + gemm.floor_us) * US  # two grouped GEMMs + gate
-            # the activation between the two grouped GEMMs: gate and up read, product written
-            self.moe_act_s_assign = 3 * p_expert / (3 * h) * ACT_BYTES / G / (bw * elem.memory_eff)
-            # the combine: each (token, expert) pair's down projection is written at the full
-            # hidden width and read back to sum a token's k pairs (vLLM's and SGLang's fused
-            # MoE: intermediate_cache3 of (tokens, k, hidden), then moe_sum). TP-split experts
-            # give every GPU every pair (partial sums); EP gives each its own pairs.
-            self.moe_act_s_assign += 2 * h * ACT_BYTES / max(cfg.ep, 1) / (bw * elem.memory_eff)
-            self.moe_skew = moe.imbalance if cfg.ep > 1 else 1.0
-            self.ep_ranks = cfg.ep
-            self.ep_log2 = 2.0 * math.log(max(cfg.ep, 1))
-            self.miss = 1.0 - self.k / self.experts
+        # ---- routed experts (routed_experts.py)
+        self.routed = (RoutedExperts(cfg, moe, gemm.floor_us, elem.memory_eff, self.experts,
+                                     p_expert, G) if self.experts else None)
         # ---- attention
         kv_layer = cfg.kv_bytes_per_token / L
         kv_split = 1 if mla else min(tpa, cfg.kv_heads)
@@ -302,35 +285,13 @@ class StepModel:
 
     def expert_weights_s(self, tokens: float) -> float:
         """Seconds to read the routed experts a batch of ``tokens`` touches, per layer."""
-        if not self.experts:
-            return 0.0
-        return self.experts * (1.0 - self.miss ** tokens) * self.moe_w_expert
+        return self.routed.weights_s(tokens) if self.routed is not None else 0.0
 
     def weights_s(self, tokens: float) -> float:
         """Time to stream the weights one step touches (every layer, and the LM head once):
         the memory floor."""
         return (self.layers * (self.attn_proj_w + self.dense_w + self.expert_weights_s(tokens))
                 + self.lm_head.stream_s)
-
-    def _moe_layer(self, tokens: float) -> float:
-        assign = tokens * self.k
-        skew = self.moe_skew
-        if self.ep_ranks > 1:  # a finite batch spreads unevenly over the EP ranks
-            mean = assign / self.ep_ranks
-            skew *= 1.0 + math.sqrt(self.ep_log2 / (mean if mean > 1.0 else 1.0))
-        # only touched experts run, t = assign / touched tokens each, padded to the kernel's
-        # row tile: tokens_half rows an expert for a fixed tile (eff(t) = t / (t + tokens_half));
-        # a kernel that picks its tile from t pads half of t, at most tokens_half, and an
-        # expert fills at least its smallest tile
-        touched = self.experts * (1.0 - self.miss ** tokens)
-        pad = self.moe_half * touched
-        if self.moe_tile is not None and touched > 0.0:
-            t = assign / touched
-            pad = touched * max(self.moe_tile - t, min(0.5 * t, self.moe_half))
-        compute = self.moe_s_assign * skew * (assign + pad)
-        memory = touched * self.moe_w_expert
-        return (max(compute, memory, self.moe_floor) + self.moe_fixed
-                + self.moe_act_s_assign * skew * assign)
 
     def _attention_layer(self, tokens_r: float, seqs_r: float, kv_r: float, pairs_r: float,
                          decode: bool) -> float:
@@ -457,7 +418,7 @@ class StepModel:
         a, d = self._gemms(w_r, sustained)
         e = self.elem_s_tok * w_r
         layer = a + d + (e if e > self.elem_floor else self.elem_floor) + attention
-        return layer + self._moe_layer(work) if self.experts else layer
+        return layer + self.routed.layer_s(work) if self.routed is not None else layer
 
     def decode_kernels_s(self, seqs: int, context: int) -> float:
         """A graphed decode step's GPU kernels alone (every layer, the LM head over its

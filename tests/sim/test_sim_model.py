@@ -168,8 +168,8 @@ def test_the_early_2025_triton_moe_takes_the_time_vllm_measured() -> None:
     new = StepModel(config("H200", model="deepseek-r1-0528", tp=8, engine="vllm",
                            engine_version="0.11.0"))
     for tokens, measured in ((1024, 1893e-6), (2048, 2819e-6)):
-        assert old._moe_layer(tokens) == pytest.approx(measured, rel=0.15)
-        assert new._moe_layer(tokens) < 0.6 * measured
+        assert old.routed.layer_s(tokens) == pytest.approx(measured, rel=0.15)
+        assert new.routed.layer_s(tokens) < 0.6 * measured
 
 
 def test_vllm_runs_tritons_moe_where_tp_splits_the_experts_8_ways_from_0_12() -> None:
@@ -190,7 +190,7 @@ def test_vllm_runs_tritons_moe_where_tp_splits_the_experts_8_ways_from_0_12() ->
     def moe(version: str, **kw: int) -> float:
         cfg = config("H200", model="deepseek-r1-0528", tp=8, engine="vllm",
                      engine_version=version, **kw)
-        return StepModel(cfg)._moe_layer(64)
+        return StepModel(cfg).routed.layer_s(64)
     assert moe("0.13.0") < 0.6 * moe("0.11.0")
     assert moe("0.13.0", ep=8) == moe("0.11.0", ep=8)
 
@@ -220,7 +220,7 @@ def test_four_bit_experts_on_hopper_take_their_kernels_rows() -> None:
     # compute-bound
     def moe(engine: str, version: str) -> float:
         return StepModel(config("H100", model="gpt-oss-120b", precision="mxfp4", tp=1,
-                                engine=engine, engine_version=version))._moe_layer(232)
+                                engine=engine, engine_version=version)).routed.layer_s(232)
     assert moe("trtllm", "1.2") > 1.5 * moe("vllm", "0.13.0")
 
 
@@ -246,11 +246,12 @@ def test_the_w4a16_rows_read_the_kernel_times_measured_on_hopper(name: str,
         m = StepModel(config(gpu, model=r["model"], precision="mxfp4", tp=tp, engine="vllm",
                              engine_version=version))
         scale = hidden * width / (2880 * 2880 / tp)  # measured over modelled params
-        m.moe_s_assign *= scale
-        m.moe_w_expert *= scale
-        m.moe_act_s_assign = 0.0
+        experts = m.routed
+        experts.s_assign *= scale
+        experts.w_expert *= scale
+        experts.act_s_assign = 0.0
         measured = (r["gate_up"]["ms"] + r["down"]["ms"]) * 1e-3
-        errors.append(abs(m._moe_layer(r["tokens"]) / measured - 1))
+        errors.append(abs(experts.layer_s(r["tokens"]) / measured - 1))
     assert len(errors) >= 14
     assert statistics.median(errors) <= max_median, sorted(errors)
 
@@ -260,18 +261,18 @@ def test_a_kernel_that_picks_its_tile_pads_an_expert_by_half_its_tokens() -> Non
     tokens_half)) rows of compute: one tile at a few tokens, half again in the middle (the
     tile the next size up), tokens_half rows at many. Without it, t + tokens_half always."""
     m = StepModel(config("H100", model="gpt-oss-120b", precision="mxfp4", tp=1,
-                         engine="vllm", engine_version="0.10.2"))
-    m.moe_act_s_assign = m.moe_fixed = 0.0  # the compute term alone: no memory bound, no
-    m.moe_w_expert, m.moe_floor, m.moe_skew = 0.0, 0.0, 1.0  # floor or fixed time, no skew
+                         engine="vllm", engine_version="0.10.2")).routed
+    m.act_s_assign = m.fixed = 0.0  # the compute term alone: no memory bound, no
+    m.w_expert, m.floor, m.skew = 0.0, 0.0, 1.0  # floor or fixed time, no skew
     m.miss = 0.0  # every expert touched by any token
     experts, k = m.experts, m.k
-    assert m.moe_half == 32
+    assert m.half == 32
 
     def rows_per_expert(tokens: int) -> float:
-        return m._moe_layer(tokens) / (m.moe_s_assign * experts)
+        return m.layer_s(tokens) / (m.s_assign * experts)
     for t, rows in ((2, 16), (40, 60), (1024, 1024 + 32)):
         assert rows_per_expert(t * experts // k) == pytest.approx(rows)
-    m.moe_tile = None
+    m.tile = None
     assert rows_per_expert(2 * experts // k) == pytest.approx(2 + 32)
 
 
@@ -313,9 +314,9 @@ def test_the_moe_combine_writes_and_reads_each_pairs_hidden_state() -> None:
     tp, ep = model(), model(ep=8)
     elem = default_tables().operator("elementwise", "H200", "nvidia")
     pair_s = 2 * 7168 * 2 / (tp.cfg.hbm_bw * elem.memory_eff)
-    assert tp.moe_act_s_assign - ep.moe_act_s_assign == pytest.approx(pair_s * (1 - 1 / 8))
-    assert tp.moe_act_s_assign > pair_s  # plus the gated activation's share
-    assert tp._moe_layer(8192) > 8192 * 8 * pair_s
+    assert tp.routed.act_s_assign - ep.routed.act_s_assign == pytest.approx(pair_s * (1 - 1 / 8))
+    assert tp.routed.act_s_assign > pair_s  # plus the gated activation's share
+    assert tp.routed.layer_s(8192) > 8192 * 8 * pair_s
 
 
 def test_narrow_heads_prefill_at_fewer_flops_a_second() -> None:
@@ -495,7 +496,7 @@ def test_a_mixed_checkpoint_streams_its_rest_at_the_rests_bytes() -> None:
     ratio = 2 / (4.25 / 8)
     assert m.attn_proj_w == pytest.approx(u.attn_proj_w * ratio)
     assert m.dense_w == pytest.approx(u.dense_w * ratio)
-    assert m.moe_w_expert == pytest.approx(u.moe_w_expert)
+    assert m.routed.w_expert == pytest.approx(u.routed.w_expert)
     assert m.weights_s(1) > u.weights_s(1)
     # one token's projections read their weights: the BF16 ones take longer (gpt-oss has no
     # dense MLP once its embedding tables are out of the layers: only the projections tell)
