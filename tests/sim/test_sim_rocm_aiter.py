@@ -58,3 +58,33 @@ def test_experts_without_aiter_take_the_generic_row_and_decode_slower() -> None:
     for seqs in (1, 16, 64):
         assert step("deepseek-r1-0528", False, seqs) > 1.3 * step("deepseek-r1-0528", True, seqs)
     assert step("llama-3.1-70b-instruct", False, 8) == step("llama-3.1-70b-instruct", True, 8)
+
+
+def test_builds_of_february_2025_without_aiter_take_the_hopper_measured_triton_share() -> None:
+    """vLLM before 0.8.0 and SGLang before 0.4.4 on ROCm ran the same Triton fused MoE source
+    as on NVIDIA (block-FP8 experts): their rows carry the share vLLM PR #13932 measured on
+    H100, with the MI300X floor of the later row without AITER. Later builds without AITER,
+    and builds with it, keep their own rows."""
+    t = default_tables()
+
+    def experts(engine: str, version: str, aiter: bool = False) -> object:
+        return t.operator("grouped_gemm", "MI300X", "amd", "fp8", engine=engine,
+                          engine_version=version, rocm_aiter=aiter)
+    hopper = t.operator("grouped_gemm", "H200", "nvidia", "fp8", engine="vllm",
+                        engine_version="0.7.3")
+    later = experts("sglang", "0.5.7")
+    for engine, version in (("vllm", "0.7.3.dev138"), ("sglang", "0.4.2.post4"),
+                            ("sglang", "0.4.3")):
+        old = experts(engine, version)
+        assert (old.compute_eff, old.memory_eff, old.tokens_half) == (
+            hopper.compute_eff, hopper.memory_eff, hopper.tokens_half), (engine, version)
+        assert old.floor_us == later.floor_us and old.rocm_aiter is False
+        assert experts(engine, version, aiter=True).rocm_aiter is None  # AITER: the AMD row
+    assert later.before is None and later.compute_eff > hopper.compute_eff
+    assert experts("vllm", "0.8.0") == later == experts("sglang", "0.4.4")
+
+    def prefill(version: str) -> float:
+        cfg = config("MI300X", "deepseek-r1-0528", "fp8", tp=8, engine="sglang",
+                     engine_version=version, rocm_aiter=False)
+        return StepModel(cfg).step_time(3200, 1, 3200, 3200 * 1600)
+    assert prefill("0.4.2.post4") > 1.5 * prefill("0.5.7")  # compute-bound experts

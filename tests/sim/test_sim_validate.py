@@ -53,11 +53,11 @@ ALL_MIN_WITHIN_2X = 0.88
 # TTFT rows (35 out of source: dstack's DeepSeek-R1 and 405B CSVs, GPUStack's pages, one
 # InferenceX run; docs/sim.md "TTFT and queueing") are held apart, to a little under what they
 # read on 2026-11-27: 43% median, 51% within 2x. The issue's target, a 30% median, is held
-# since the 4-bit Hopper expert rows (2026-11-28: 22% median, 66% within 2x); the misses left
-# are the prefill step's cost on 2025 builds and SGLang's per-rank DP scheduling, named in the
-# docs.
+# since the 4-bit Hopper expert rows (2026-11-28: 22% median, 66% within 2x; 86% with February
+# 2025's Triton MoE on AMD builds without AITER); the misses left are the prefill step's cost on
+# 2025 builds and SGLang's per-rank DP scheduling, named in the docs.
 TTFT_MAX_MEDIAN_ERROR = 0.30
-TTFT_MIN_WITHIN_2X = 0.60
+TTFT_MIN_WITHIN_2X = 0.80
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
