@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .collectives import ACT_BYTES, layer_collectives
+from .flashmla_sparse import head_padding
 from .lm_head import LM_HEAD_DTYPE, LMHead
 from .prefill_graphs import graphed_prefill_tokens
 from .profile_gemms import ProfileGemms
@@ -213,8 +214,13 @@ class StepModel:
             # exponential, whose time does not shrink with the head: the efficiencies are those
             # of 128-wide heads, so narrower heads run fewer FLOPs a second (SOFTMAX_HEAD_DIM)
             per_pair_prefill *= (head_dim + SOFTMAX_HEAD_DIM) / head_dim * 128 / (128 + SOFTMAX_HEAD_DIM)
-        self.dec_s_pos = per_pos_decode / tpa / dec_flops  # per (query token, attended position)
-        self.pre_s_pair = per_pair_prefill / tpa / pre_flops
+        # vLLM's FlashMLA sparse kernels compute zero-padded heads beside a rank's own
+        # (flashmla_sparse.py): DeepSeek V3.2 at TP8 on Hopper scores 64 heads for its 16
+        pad_d, pad_p = (head_padding(cfg.engine, cfg.attention, cfg.vendor, cfg.hardware,
+                                     cfg.kv_dtype, heads / tpa, prefill)
+                        for prefill in (False, True))
+        self.dec_s_pos = pad_d * per_pos_decode / tpa / dec_flops  # per (query token, position)
+        self.pre_s_pair = pad_p * per_pair_prefill / tpa / pre_flops
         self.index_s_pos = (index_share * 2 * arch.indexer_heads * arch.indexer_dim / dec_flops
                             if self.sparse else 0.0)
         self.kv_read_s_pre = kv_layer / kv_split / (bw * att_p.memory_eff)

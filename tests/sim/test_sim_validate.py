@@ -37,8 +37,9 @@ from infermatrix.sim.virtual import SimRequest, simulate
 # sustained clock; 31% / 87% at the start of that day). The issue's target is 20% / 90%; these
 # bounds keep the figures from regressing while the mechanisms are added (2026-11-28, with the
 # measured sustained clock on the GEMMs and the prefill attention: 54 rows, 48 within 2x; with
-# 4-bit experts on Hopper measured, the third session of 2026-11-28: 20% median, 48 within 2x).
-OOS_MAX_MEDIAN_ERROR = 0.24
+# 4-bit experts on Hopper measured, the third session of 2026-11-28: 20% median, 48 within 2x;
+# with vLLM's FlashMLA sparse head padding, the fourth: 19% median, 49 of 54 within 2x).
+OOS_MAX_MEDIAN_ERROR = 0.22
 OOS_MIN_WITHIN_2X = 0.88
 # The calibrate rows are what the fitted values answer to: the first table's (its sources
 # below) keep issue 14's acceptance bounds (median |error| <= 25%, >= 80% within 2x), all of
