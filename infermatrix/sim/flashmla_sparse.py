@@ -23,7 +23,8 @@ from __future__ import annotations
 
 BLACKWELL = frozenset({"B200", "B300", "GB200", "GB300"})  # SM100-family boards
 FP8_KERNEL_MIN_BF16_PREFILL_HEADS = 32  # below it an FP8 cache prefills with the decode kernel
-QUANTIZED_CACHE = frozenset({"fp8", "fp4"})  # fp8_ds_mla and nvfp4_ds_mla: the decode kernel's
+# caches the FP8 decode kernel reads (vLLM's fp8_ds_mla and nvfp4_ds_mla formats)
+QUANTIZED_CACHE = frozenset({"fp8", "fp4"})
 
 
 def padded_heads(heads: float, hardware: str, kv_dtype: str, prefill: bool) -> float:
