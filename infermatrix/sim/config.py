@@ -133,6 +133,9 @@ class SimConfig:
     # in every layer (operators.py); 0: unknown (their parameters stay in the layers)
     vocab_size: int = 0
     tied_embeddings: bool = False
+    # the FP8 checkpoint is block-scaled (catalog Model.fp8_block_scaled): engines run its
+    # GEMMs through block-scaled kernels, which the tables may date ("fp8_block" rows)
+    fp8_block_scaled: bool = False
     # bytes the engine's KV pool reserves per token of capacity, where its layout differs from
     # one kv_bytes_per_token entry (SGLang's DeepSeek V4 pools); 0: kv_bytes_per_token
     kv_pool_bytes_per_token: float = 0.0

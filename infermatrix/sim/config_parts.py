@@ -199,6 +199,7 @@ def from_parts(
         attention_flops=1e12 * (hw.tflops.get("bf16") or hw.tflops.get("fp16") or hw.tflops[dtype]),
         attention_heads=mdl.attention_heads, head_dim=mdl.head_dim or 0,
         vocab_size=mdl.vocab_size or 0, tied_embeddings=mdl.tied_embeddings,
+        fp8_block_scaled=mdl.fp8_block_scaled,
         kv_pool_bytes_per_token=pool_bytes,
         operator_profile=_profile_file(catalog, hw),
         checkpoint_precision=f"{mixed.experts} experts, {mixed.rest} rest" if mixed else "",

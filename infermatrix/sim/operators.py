@@ -88,6 +88,10 @@ class StepModel:
                               cfg.rocm_aiter, moe_tp)
 
         gemm = row("gemm", dtype)
+        # a block-scaled FP8 checkpoint on a build whose block-scaled GEMM kernels the tables
+        # measured ("fp8_block" rows): their compute share caps the dense GEMMs'
+        block = row("gemm", "fp8_block") if dtype == "fp8" and cfg.fp8_block_scaled else None
+        block_eff = block.compute_eff if block is not None and block.dtype == "fp8_block" else None
         # 4-bit experts on BF16 tensor cores (Hopper, MI300X) run kernels that dequantise the
         # weights in their main loop (Marlin, Triton's MXFP4 matmul): their own grouped-GEMM
         # rows ("w4a16"), the dtype-wide rows where none is given
@@ -155,7 +159,7 @@ class StepModel:
         p_dense = max(p_layers / L - p_attn - self.k * p_expert, 0.02 * p_layers / L)
 
         # ---- dense GEMMs per layer on one GPU: seconds per token (compute), fixed (memory)
-        gemm_flops = peak * gemm.compute_eff
+        gemm_flops = peak * min(gemm.compute_eff, block_eff or 1.0)
         gemm_bw = bw * gemm.memory_eff
         p_attn_gpu = (p_attn - p_attn_whole) / tpa + p_attn_whole
         self.attn_proj_s_tok = 2 * p_attn_gpu / gemm_flops
@@ -172,7 +176,8 @@ class StepModel:
         # sustained_clock share; the tables' own compute shares are end-to-end, sustained).
         self.clock = row("sustained_clock").compute_eff if self.fit is not None else 1.0
         self.profile_gemms = (ProfileGemms(cfg, self.fit, arch, mla, heads, head_dim, tpa, p_dense,
-                                           self.clock) if self.fit is not None else None)
+                                           self.clock, block_eff)
+                              if self.fit is not None else None)
         self.lm_head = LMHead(cfg, row("gemm", LM_HEAD_DTYPE), tpa, self.fit)
 
         # ---- routed experts (routed_experts.py)

@@ -59,6 +59,10 @@ ALL_MIN_WITHIN_2X = 0.88
 # 2025 builds and SGLang's per-rank DP scheduling, named in the docs.
 TTFT_MAX_MEDIAN_ERROR = 0.30
 TTFT_MIN_WITHIN_2X = 0.80
+# All out-of-source rows together, held to issue 32's own bounds since the fourth session of
+# 2026-11-28 met them (19.7% median, 81 of 89 within 2x): what `sim validate --check` checks.
+ISSUE_MAX_MEDIAN_ERROR = 0.20
+ISSUE_MIN_WITHIN_2X = 0.90
 
 
 def test_published_table_is_large_sourced_and_split() -> None:
@@ -172,11 +176,14 @@ def test_report_and_calibrate_rows_stay_within_the_accuracy_bounds() -> None:
     table = "\n".join(f"{o.row.id}: {o.row.value} vs {o.simulated} ({o.detail})" for o in everything)
     report = [o for o in everything if o.row.split == "report" and o.row.metric != "ttft_ms"]
     ttft = [o for o in everything if o.row.split == "report" and o.row.metric == "ttft_ms"]
+    out_of_source_rows = [o for o in everything if o.row.split == "report"]
     cal = [o for o in everything if o.row.split == "calibrate"]
     first = [o for o in cal if urlparse(o.row.source).hostname in FIRST_TABLE_SOURCES]
     assert 20 <= len(first) < len(cal) and len(report) >= 40 and len(ttft) >= 30, table
     for part, max_median, min_2x in ((report, OOS_MAX_MEDIAN_ERROR, OOS_MIN_WITHIN_2X),
                                      (ttft, TTFT_MAX_MEDIAN_ERROR, TTFT_MIN_WITHIN_2X),
+                                     (out_of_source_rows, ISSUE_MAX_MEDIAN_ERROR,
+                                      ISSUE_MIN_WITHIN_2X),
                                      (first, MAX_MEDIAN_ERROR, MIN_WITHIN_2X),
                                      (cal, ALL_MAX_MEDIAN_ERROR, ALL_MIN_WITHIN_2X)):
         summary = summarise(part)

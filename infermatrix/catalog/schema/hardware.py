@@ -91,6 +91,12 @@ class Model(Strict):
         default=False,
         description="the LM head reuses the embedding table (config.json tie_word_embeddings)",
     )
+    fp8_block_scaled: bool = Field(
+        default=False,
+        description="its FP8 checkpoint scales weights in 128 x 128 blocks and activations "
+        "per 128-wide group (DeepSeek's, Kimi K2's, Qwen3's FP8 releases), not per tensor or "
+        "channel: engines serve it with block-scaled GEMM kernels",
+    )
     attention: Literal["mha", "gqa", "mla", "mla-sparse", "mla-compressed", "gqa-sliding"]
     kv_bytes_per_token: dict[Dtype, PositiveInt] = Field(
         description="KV-cache bytes per token summed over all layers, per KV dtype"
