@@ -21,7 +21,8 @@ are not covered here (their kernels and head counts differ), nor DeepSeek V4's a
 
 from __future__ import annotations
 
-BLACKWELL = frozenset({"B200", "B300", "GB200", "GB300"})  # SM100-family boards
+from .names import BLACKWELL
+
 FP8_KERNEL_MIN_BF16_PREFILL_HEADS = 32  # below it an FP8 cache prefills with the decode kernel
 # caches the FP8 decode kernel reads (vLLM's fp8_ds_mla and nvfp4_ds_mla formats)
 QUANTIZED_CACHE = frozenset({"fp8", "fp4"})

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from ..catalog.yamlsrc import CatalogError, Problem
 from ..jsonio import JsonNumberError, loads_bounded
-from .names import engine_name
+from .names import BLACKWELL, engine_name
 from .published import PublishedRow
 
 MAX_BYTES = 64 << 20  # the dashboard's full export is a few MB
@@ -38,7 +38,6 @@ HARDWARE = {"h100": "H100", "h200": "H200", "h20": "H20", "b200": "B200", "b300"
             "gb200": "GB200", "gb300": "GB300", "mi300x": "MI300X", "mi325x": "MI325X",
             "mi355x": "MI355X"}
 AMD = {"MI300X", "MI325X", "MI355X"}
-BLACKWELL = {"B200", "B300", "GB200", "GB300"}
 RANGE_RATIO = 0.8  # InferenceX's --random-range-ratio: lengths uniform in [0.8 L, L]
 PROMPTS_PER_CONCURRENCY = 10  # its --num-prompts is ten times --max-concurrency
 _VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?[0-9a-z.]*?)(?:-|$)")

@@ -15,6 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# the catalog's boards of NVIDIA's SM100 (Blackwell) family: engines pick kernels and launch
+# defaults by it (inferencex.py's SGLang flags, flashmla_sparse.py's head padding)
+BLACKWELL = frozenset({"B200", "B300", "GB200", "GB300"})
+
 _SPLIT = re.compile(r"[\s_/()+,-]+")
 
 # words that name the maker or the board, not the accelerator
